@@ -1,0 +1,187 @@
+/* tinyinfer: run a kernel on deterministic inputs and print a checksum. */
+#include "tinyinfer.h"
+#include "ti_inputs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define TI_MAX_DIM 16384u
+#define TI_EPS 1e-5f
+
+enum device { DEV_CPU, DEV_CUDA };
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage: tinyinfer [OPTIONS] COMMAND [ARGS]\n"
+            "\n"
+            "Run a tinyinfer kernel on deterministic inputs and print a checksum.\n"
+            "\n"
+            "Commands:\n"
+            "  matvec ROWS COLS   y = W x with W of ROWS x COLS\n"
+            "  rmsnorm N          RMS-normalise a vector of N elements\n"
+            "\n"
+            "Options:\n"
+#ifdef TI_WITH_CUDA
+            "  --device cpu|cuda  where to run the kernel (default: cpu)\n"
+#endif
+            "  --help             show this help and exit\n"
+            "  --version          print the version and exit\n"
+            "\n"
+            "Dimensions are integers in 1..%u.\n",
+            TI_MAX_DIM);
+}
+
+static int usage_error(const char *msg, const char *arg)
+{
+    if (arg)
+        fprintf(stderr, "tinyinfer: %s: '%s'\n", msg, arg);
+    else
+        fprintf(stderr, "tinyinfer: %s\n", msg);
+    fprintf(stderr, "Try 'tinyinfer --help' for more information.\n");
+    return 2;
+}
+
+static int parse_dim(const char *s, size_t *out)
+{
+    char *end = NULL;
+    if (s[0] < '0' || s[0] > '9')
+        return -1;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno != 0 || *end != '\0' || v < 1 || v > TI_MAX_DIM)
+        return -1;
+    *out = (size_t)v;
+    return 0;
+}
+
+static int run_matvec(enum device dev, size_t rows, size_t cols)
+{
+    float *W = malloc(rows * cols * sizeof *W);
+    float *x = malloc(cols * sizeof *x);
+    float *y = malloc(rows * sizeof *y);
+    int rc = 1;
+    if (!W || !x || !y) {
+        fprintf(stderr, "tinyinfer: out of memory\n");
+        goto out;
+    }
+    ti_det_fill(W, rows * cols, TI_SEED_W);
+    ti_det_fill(x, cols, TI_SEED_X);
+    if (dev == DEV_CPU) {
+        ti_matvec_f32(y, W, x, rows, cols);
+    } else {
+#ifdef TI_WITH_CUDA
+        int st = ti_cuda_matvec_f32(y, W, x, rows, cols);
+        if (st != 0) {
+            fprintf(stderr, "tinyinfer: CUDA error %d\n", st);
+            goto out;
+        }
+#endif
+    }
+    printf("matvec rows=%zu cols=%zu device=%s checksum=%.6g\n", rows, cols,
+           dev == DEV_CPU ? "cpu" : "cuda", ti_checksum(y, rows));
+    rc = 0;
+out:
+    free(y);
+    free(x);
+    free(W);
+    return rc;
+}
+
+static int run_rmsnorm(enum device dev, size_t n)
+{
+    float *x = malloc(n * sizeof *x);
+    float *w = malloc(n * sizeof *w);
+    float *out = malloc(n * sizeof *out);
+    int rc = 1;
+    if (!x || !w || !out) {
+        fprintf(stderr, "tinyinfer: out of memory\n");
+        goto out;
+    }
+    ti_det_fill(x, n, TI_SEED_X);
+    ti_det_fill(w, n, TI_SEED_W);
+    if (dev == DEV_CPU) {
+        ti_rmsnorm_f32(out, x, w, n, TI_EPS);
+    } else {
+#ifdef TI_WITH_CUDA
+        int st = ti_cuda_rmsnorm_f32(out, x, w, n, TI_EPS);
+        if (st != 0) {
+            fprintf(stderr, "tinyinfer: CUDA error %d\n", st);
+            goto out;
+        }
+#endif
+    }
+    printf("rmsnorm n=%zu device=%s checksum=%.6g\n", n,
+           dev == DEV_CPU ? "cpu" : "cuda", ti_checksum(out, n));
+    rc = 0;
+out:
+    free(out);
+    free(w);
+    free(x);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    enum device dev = DEV_CPU;
+    int i = 1;
+
+    for (; i < argc && argv[i][0] == '-'; i++) {
+        if (strcmp(argv[i], "--help") == 0) {
+            usage(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--version") == 0) {
+            printf("tinyinfer %s\n", TI_VERSION);
+            return 0;
+#ifdef TI_WITH_CUDA
+        } else if (strcmp(argv[i], "--device") == 0) {
+            if (++i >= argc)
+                return usage_error("missing value for option", "--device");
+            if (strcmp(argv[i], "cpu") == 0)
+                dev = DEV_CPU;
+            else if (strcmp(argv[i], "cuda") == 0)
+                dev = DEV_CUDA;
+            else
+                return usage_error("unknown device", argv[i]);
+#endif
+        } else {
+            return usage_error("unknown option", argv[i]);
+        }
+    }
+
+    if (i >= argc)
+        return usage_error("missing command", NULL);
+
+    const char *cmd = argv[i++];
+    const int nargs = argc - i;
+    size_t a = 0, b = 0;
+
+    if (strcmp(cmd, "matvec") == 0) {
+        if (nargs != 2)
+            return usage_error("usage: tinyinfer matvec ROWS COLS", NULL);
+        if (parse_dim(argv[i], &a) != 0)
+            return usage_error("invalid ROWS", argv[i]);
+        if (parse_dim(argv[i + 1], &b) != 0)
+            return usage_error("invalid COLS", argv[i + 1]);
+    } else if (strcmp(cmd, "rmsnorm") == 0) {
+        if (nargs != 1)
+            return usage_error("usage: tinyinfer rmsnorm N", NULL);
+        if (parse_dim(argv[i], &a) != 0)
+            return usage_error("invalid N", argv[i]);
+    } else {
+        return usage_error("unknown command", cmd);
+    }
+
+    if (dev == DEV_CUDA) {
+#ifdef TI_WITH_CUDA
+        if (!ti_cuda_available()) {
+            fprintf(stderr, "tinyinfer: no CUDA device available\n");
+            return 1;
+        }
+#endif
+    }
+    return strcmp(cmd, "matvec") == 0 ? run_matvec(dev, a, b)
+                                      : run_rmsnorm(dev, a);
+}

@@ -1,0 +1,113 @@
+"""The ``relgate`` command line. Errors are rendered here, once, one line each."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from . import __version__
+from .errors import RelgateError
+from .executor import Interrupted
+from .gitfacts import read_git_facts
+from .ledger import Ledger
+from .workspace import Workspace
+
+__all__ = ["main", "guarded"]
+
+
+def guarded(func: Callable[[], int]) -> int:
+    """Run ``func``; a :class:`RelgateError` becomes its lines on stderr and its exit code."""
+    try:
+        return func()
+    except RelgateError as exc:
+        for line in exc.lines():
+            print(f"relgate: {line}", file=sys.stderr)
+        return exc.exit_code
+    except Interrupted as exc:
+        print(f"relgate: interrupted by {exc}; the running step is recorded as error", file=sys.stderr)
+        return 128 + exc.signum
+    except KeyboardInterrupt:
+        print("relgate: interrupted", file=sys.stderr)
+        return 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="relgate", description="Release qualification: an executable runbook.")
+    p.add_argument("--version", action="version", version=f"relgate {__version__}")
+    p.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace folder (default: cwd)")
+    p.add_argument("--manifests", type=Path, help="manifest folder (default: $RELGATE_MANIFESTS or ./manifests)")
+    p.add_argument("--hosts", type=Path, help="host folder (default: $RELGATE_HOSTS or ./hosts)")
+    p.add_argument("--home", type=Path, help="ledger home (default: $RELGATE_HOME or ./.relgate)")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub.add_parser("check", help="validate the manifests and hosts, print what would run")
+    sub.add_parser("host", help="run the host checks (same as nox -s host)")
+    st = sub.add_parser("status", help="ledger rows for the current commit")
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    st.add_argument("--commit", help="another commit (full sha) instead of HEAD")
+    ev = sub.add_parser("evidence", help="evidence captures")
+    evsub = ev.add_subparsers(dest="evidence_command", required=True, metavar="ACTION")
+    diff = evsub.add_parser("diff", help="compare two captures cell by cell (exit 0 same, 1 differ, 2 bad input)")
+    diff.add_argument("base", type=Path)
+    diff.add_argument("candidate", type=Path)
+    diff.add_argument("--json", action="store_true")
+    return p
+
+
+def _load(args: argparse.Namespace) -> Workspace:
+    return Workspace.load(args.workspace, manifests=args.manifests, hosts=args.hosts, home=args.home)
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from .plan import plan_host_checks
+
+    ws = _load(args)
+    print(f"project {ws.project.name} {ws.project.version} ({ws.project.kind}) at {ws.project.root}")
+    print(f"hosts: {', '.join(sorted(ws.hosts))}")
+    for step in plan_host_checks(ws.builds, ws.project.root):
+        needs = f"  (needs {', '.join(step.requires)})" if step.requires else ""
+        print(f"host  {step.name}: {step.display()}{needs}")
+    return 0
+
+
+def _cmd_host(args: argparse.Namespace) -> int:
+    from .stages import run_host_checks
+
+    summary = run_host_checks(_load(args), argv=["relgate", "host"])
+    return 0 if summary.ok else 1
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    from .console import render_status
+
+    ws = _load(args)
+    commit = args.commit or read_git_facts(ws.project.root).commit
+    with Ledger.open(ws.home) as ledger:
+        rows = ledger.steps(commit=commit)
+    if args.json:
+        json.dump({"commit": commit, "steps": [r.to_json() for r in rows]}, sys.stdout, indent=2)
+        print()
+    else:
+        print(f"commit {commit}: {len(rows)} step(s) recorded")
+        render_status(rows, ws.home)
+    return 0
+
+
+def _cmd_evidence(args: argparse.Namespace) -> int:
+    from .evidence import diff_command
+
+    return diff_command(args.base, args.candidate, as_json=args.json, out=sys.stdout)
+
+
+_COMMANDS = {"check": _cmd_check, "host": _cmd_host, "status": _cmd_status, "evidence": _cmd_evidence}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    return guarded(lambda: _COMMANDS[args.command](args))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

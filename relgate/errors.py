@@ -1,0 +1,39 @@
+"""One exception base for everything a user can act on.
+
+Errors are rendered once, by the CLI or the session layer, as one line each.
+"""
+
+from __future__ import annotations
+
+__all__ = ["RelgateError", "InputError", "ManifestError", "ExecutionError"]
+
+
+class RelgateError(Exception):
+    """Base of every error relgate reports to a person (never a traceback)."""
+
+    exit_code = 1
+
+    def lines(self) -> list[str]:
+        """The one-line messages this error renders as."""
+        return [str(self)]
+
+
+class InputError(RelgateError):
+    """Bad input: a file, argument or value a person must fix. Exit 2."""
+
+    exit_code = 2
+
+
+class ManifestError(InputError):
+    """One or more problems in manifest files, each naming file and dotted key."""
+
+    def __init__(self, problems: list[str]) -> None:
+        self.problems = list(problems)
+        super().__init__("\n".join(self.problems))
+
+    def lines(self) -> list[str]:
+        return list(self.problems)
+
+
+class ExecutionError(RelgateError):
+    """The harness, a host or the network broke (maps to verdict ``error``)."""

@@ -1,0 +1,67 @@
+"""Keep secrets out of logs and the ledger (tox ``util/redact.py`` habit).
+
+Over-redaction is reversible, a leaked token is not: any variable whose name looks
+secret has its value hidden, wherever that value shows up.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+__all__ = ["MASK", "is_secret_name", "redact_env", "redact_argv", "Redactor"]
+
+MASK = "***"
+_SECRET_NAME = re.compile(r"TOKEN|PASSWORD|PASSWD|SECRET|KEY|CREDENTIAL|AUTH", re.IGNORECASE)
+# --token=abc, --api-key=abc, password=abc, HF_TOKEN=abc ("name: value" is left alone:
+# it would eat compiler locations such as "src/keys.c:12:3").
+_INLINE = re.compile(
+    r"(?P<name>(?:--?)?[A-Za-z0-9_-]*(?:token|password|passwd|secret|key|credential|auth)[A-Za-z0-9_-]*)"
+    r"(?P<sep>=)(?P<value>[^\s'\"&;]+)",
+    re.IGNORECASE,
+)
+_MIN_SECRET = 6  # shorter values ("1", "yes") would redact half of every log
+
+
+def is_secret_name(name: str) -> bool:
+    return bool(_SECRET_NAME.search(name))
+
+
+def redact_env(env: Mapping[str, str]) -> dict[str, str]:
+    return {k: (MASK if is_secret_name(k) and v else v) for k, v in env.items()}
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """``--token=abc`` → ``--token=***``; ``--token abc`` → ``--token ***``."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(MASK)
+            hide_next = False
+            continue
+        if arg.startswith("-") and "=" not in arg and is_secret_name(arg):
+            hide_next = True
+            out.append(arg)
+            continue
+        out.append(_INLINE.sub(lambda m: f"{m['name']}{m['sep']}{MASK}", arg))
+    return out
+
+
+class Redactor:
+    """Hides known secret values and ``name=value`` secrets in free text."""
+
+    def __init__(self, secrets: Iterable[str] = ()) -> None:
+        values = sorted({s for s in secrets if len(s) >= _MIN_SECRET}, key=len, reverse=True)
+        self._values = re.compile("|".join(re.escape(v) for v in values)) if values else None
+
+    @classmethod
+    def from_env(cls, *envs: Mapping[str, str]) -> "Redactor":
+        return cls(v for env in envs for k, v in env.items() if is_secret_name(k))
+
+    def __call__(self, text: str) -> str:
+        if self._values is not None:
+            text = self._values.sub(MASK, text)
+        if "=" in text:
+            text = _INLINE.sub(lambda m: f"{m['name']}{m['sep']}{MASK}", text)
+        return text

@@ -1,0 +1,232 @@
+"""Run planned steps on a host: execute, judge, record.
+
+Every step gets a ledger row before it starts (as an unfinished error), its complete
+output streamed to a log on disk, a warning scan when it is a build, and a verdict.
+A SIGTERM or Ctrl-C while a step runs kills the step's process group, records the step
+as ``error`` and stops the run (:class:`~relgate.executor.Interrupted` propagates).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+from .executor import CommandRequest, CommandResult, Executor, FileSink, Interrupted
+from .gitfacts import GitFacts
+from .ledger import Ledger
+from .plan import PlannedStep
+from .scanners import CompilerWarning, StreamScanner, partition
+from .verdict import Verdict
+
+__all__ = ["StepOutcome", "RunSummary", "Reporter", "run_steps", "sigterm_interrupts"]
+
+# Signals that mean "someone stopped this command", not "the code crashed".
+_STOP_SIGNALS = {signal.SIGTERM, signal.SIGKILL, signal.SIGINT, signal.SIGHUP}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepOutcome:
+    step: PlannedStep
+    step_id: int
+    host: str
+    verdict: Verdict
+    reason: str | None
+    duration: float
+    log_path: Path | None = None
+    warnings: tuple[CompilerWarning, ...] = ()
+    allowed: tuple[tuple[CompilerWarning, str], ...] = ()
+    tail: str = ""
+
+
+@dataclass(kw_only=True)
+class RunSummary:
+    run_id: str
+    session: str
+    facts: GitFacts
+    outcomes: list[StepOutcome] = field(default_factory=list)
+    interrupted: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.interrupted is None and not any(o.verdict.blocks for o in self.outcomes)
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for o in self.outcomes if o.verdict is verdict)
+
+
+class Reporter(Protocol):
+    def step_started(self, step: PlannedStep, host: str) -> None: ...
+
+    def step_finished(self, outcome: StepOutcome) -> None: ...
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While active, SIGTERM raises :class:`Interrupted` in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts: GitFacts,
+              executor: Executor, ledger: Ledger, reporter: Reporter,
+              extra_env: Callable[[PlannedStep], dict[str, str]] | None = None) -> RunSummary:
+    """Run every step to the end (a red step does not stop the ones after it)."""
+    summary = RunSummary(run_id=run_id, session=session, facts=facts)
+    host = executor.host
+    with sigterm_interrupts():
+        for step in steps:
+            reporter.step_started(step, host.name)
+            try:
+                outcome = _run_one(step, session=session, run_id=run_id, facts=facts, executor=executor,
+                                   ledger=ledger, env=extra_env(step) if extra_env else {})
+            except Interrupted as exc:
+                summary.interrupted = signal.Signals(exc.signum).name
+                ledger.finish_run(run_id, "interrupted")
+                raise
+            summary.outcomes.append(outcome)
+            reporter.step_finished(outcome)
+    ledger.finish_run(run_id, "ok" if summary.ok else "failed")
+    return summary
+
+
+def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, executor: Executor,
+             ledger: Ledger, env: dict[str, str]) -> StepOutcome:
+    host = executor.host
+    row = dict(run_id=run_id, session=session, step=step.name, lane=step.lane, target=step.target,
+               host=host.name, board=host.board, driver=host.facts.driver, toolkit=host.facts.toolkit,
+               commit=facts.commit, dirty=facts.dirty, command=step.display(), cwd=str(step.cwd),
+               env=dict(step.env))
+
+    decided = _decide_without_running(step, executor)
+    if decided is not None:
+        verdict, reason = decided
+        step_id = ledger.record_step(verdict=verdict, reason=reason, **row)
+        return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason, duration=0.0)
+
+    partial = ledger.partial_log_path(facts.commit, run_id, step.name)
+    step_id = ledger.begin_step(log_path=partial, **row)
+    scanner = StreamScanner() if step.scan_warnings else None
+    captured: list[str] = []
+    results: list[CommandResult] = []
+    interrupted: BaseException | None = None
+    with open(partial, "w", encoding="utf-8") as fh:
+        log = FileSink(fh, partial)
+        log.write(f"# relgate {session}/{step.name} on {host.name} at {facts.commit}"
+                  f"{' (dirty tree)' if facts.dirty else ''}\n")
+        sink = _Tee(log, scanner, captured if step.expect_output else None)
+        try:
+            for command in step.commands:
+                log.write(f"$ {command.display()}\n")
+                request = CommandRequest(argv=command.argv, shell=command.shell, cwd=step.cwd,
+                                         env={**step.env, **env}, timeout=step.timeout)
+                result = executor.run(request, sink)
+                results.append(result)
+                if not result.ok:
+                    break
+        except (Interrupted, KeyboardInterrupt) as exc:
+            interrupted = exc
+            log.write(f"\n# relgate: interrupted by {_signame(exc)}; the step was stopped\n")
+    final, sha = ledger.store_log(partial, facts.commit)
+    duration = sum(r.duration for r in results)
+    tail = results[-1].tail if results else ""
+    if interrupted is not None:
+        reason = f"interrupted by {_signame(interrupted)} while running"
+        ledger.finish_step(step_id, verdict=Verdict.ERROR, reason=reason, exit_code=None, duration=duration,
+                           log_path=final, log_sha256=sha, tail=tail)
+        raise interrupted if isinstance(interrupted, Interrupted) else Interrupted(signal.SIGINT)
+
+    found = scanner.finish() if scanner is not None else []
+    denied, allowed = partition(found, step.allow) if found else ([], [])
+    verdict, reason = _judge(step, results, denied, "".join(captured))
+    warnings_json = [_warning_json(w) for w in denied] + [
+        {**_warning_json(w), "allowed": rule.reason} for w, rule in allowed]
+    last = results[-1] if results else None
+    ledger.finish_step(step_id, verdict=verdict, reason=reason, exit_code=last.exit_code if last else None,
+                       duration=duration, warnings=warnings_json, warning_count=len(denied), log_path=final,
+                       log_sha256=sha, tail=tail)
+    return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
+                       duration=duration, log_path=final, warnings=tuple(denied),
+                       allowed=tuple((w, r.reason) for w, r in allowed), tail=tail)
+
+
+def _decide_without_running(step: PlannedStep, executor: Executor) -> tuple[Verdict, str] | None:
+    if step.skip:
+        return Verdict.SKIP, step.skip
+    missing = executor.host.missing(step.requires)
+    if missing:
+        return Verdict.NOT_RUN, f"no host offers {', '.join(missing)}"
+    return None
+
+
+def _judge(step: PlannedStep, results: list[CommandResult], warnings: list[CompilerWarning],
+           output: str) -> tuple[Verdict, str | None]:
+    last = results[-1]
+    if last.spawn_error:
+        return Verdict.ERROR, last.spawn_error
+    if last.timed_out:
+        return Verdict.FAIL, f"timed out after {step.timeout:g} s: {last.command}"
+    if last.signal is not None:
+        name = _signal_name(last.signal)
+        if last.signal in _STOP_SIGNALS:
+            return Verdict.ERROR, f"{last.command}: killed by {name} from outside relgate"
+        return Verdict.FAIL, f"{last.command}: crashed with {name}"
+    if last.exit_code != 0:
+        more = f"; {_count(len(warnings), 'warning')}" if warnings else ""
+        return Verdict.FAIL, f"{last.command}: exit {last.exit_code}{more}"
+    if warnings:
+        first = warnings[0]
+        return Verdict.FAIL, f"{_count(len(warnings), 'warning')}, first {first.location}: {first.message}"
+    if step.expect_output is not None and not re.search(step.expect_output, output, re.MULTILINE):
+        return Verdict.FAIL, f"output does not match /{step.expect_output}/"
+    return Verdict.PASS, None
+
+
+def _warning_json(w: CompilerWarning) -> dict[str, object]:
+    return {"tool": w.tool, "file": w.file, "line": w.line, "column": w.column, "message": w.message,
+            "code": w.code}
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _signame(exc: BaseException) -> str:
+    return _signal_name(exc.signum) if isinstance(exc, Interrupted) else "SIGINT"
+
+
+class _Tee:
+    """Log sink that also feeds the warning scanner and, when asked, keeps the output."""
+
+    def __init__(self, log: FileSink, scanner: StreamScanner | None, keep: list[str] | None) -> None:
+        self._log, self._scanner, self._keep = log, scanner, keep
+        self.path = log.path
+
+    def write(self, text: str) -> None:
+        self._log.write(text)
+        if self._scanner is not None:
+            self._scanner.feed(text)
+        if self._keep is not None:
+            self._keep.append(text)

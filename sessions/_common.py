@@ -1,0 +1,23 @@
+"""Glue shared by the sessions: load the workspace, render errors once, map exit codes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import nox
+
+from relgate.cli import guarded
+from relgate.workspace import Workspace
+
+WORKSPACE = Path(__file__).resolve().parent.parent
+
+
+def run_stage(session: nox.Session, stage: Callable[[Workspace], bool]) -> None:
+    """Load the workspace and run one stage; bad input exits 2, a red stage fails the session."""
+    code = guarded(lambda: 0 if stage(Workspace.load(WORKSPACE)) else 1)
+    if code == 2:
+        raise SystemExit(2)  # bad input: nox would report any other failure as 1
+    if code:
+        session.error(f"{session.name}: red (exit {code}); see the table above")
