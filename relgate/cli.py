@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,6 +33,9 @@ def guarded(func: Callable[[], int]) -> int:
     except KeyboardInterrupt:
         print("relgate: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `relgate status | head`: the reader left, that is fine
+        sys.stdout = open(os.devnull, "w")
+        return 0
 
 
 def _parser() -> argparse.ArgumentParser:

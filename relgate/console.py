@@ -84,9 +84,9 @@ def render_summary(summary: RunSummary, out: TextIO = sys.stdout) -> None:
     print(file=out)
     print(f"{summary.session}: {facts.short}{' (dirty tree: records are marked dirty)' if facts.dirty else ''}"
           f"  run {summary.run_id}", file=out)
-    rows = [(o.step.name, o.verdict.value, _seconds(o.duration) if o.log_path else "-",
-             display_path(o.log_path) if o.log_path else "-", o.reason or "") for o in summary.outcomes]
-    for line in render_table(("step", "verdict", "duration", "log", "reason"), rows):
+    rows = [(o.step.name, o.verdict.value, _seconds(o.duration) if o.log_path else "-", o.reason or "",
+             display_path(o.log_path) if o.log_path else "-") for o in summary.outcomes]
+    for line in render_table(("step", "verdict", "duration", "reason", "log"), rows):
         print(line, file=out)
     counts = ", ".join(f"{summary.count(v)} {v.value}" for v in Verdict if summary.count(v))
     print(f"{counts or 'nothing ran'}", file=out)
@@ -97,7 +97,8 @@ def render_summary(summary: RunSummary, out: TextIO = sys.stdout) -> None:
 
 def render_status(rows: Sequence[StepRow], home: Path, out: TextIO = sys.stdout) -> None:
     table = [(str(r.id), r.session, r.step, r.host, r.verdict.value, _seconds(r.duration),
-              "dirty" if r.dirty else "clean", display_path(home / r.log_path) if r.log_path else "-",
-              r.reason or "") for r in rows]
-    for line in render_table(("id", "session", "step", "host", "verdict", "duration", "tree", "log", "reason"), table):
+              "dirty" if r.dirty else "clean", r.reason or "",
+              display_path(home / r.log_path) if r.log_path else "-") for r in rows]
+    for line in render_table(("id", "session", "step", "host", "verdict", "duration", "tree", "reason", "log"),
+                             table):
         print(line, file=out)

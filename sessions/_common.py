@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Callable
 from pathlib import Path
 
@@ -12,6 +12,8 @@ from relgate.cli import guarded
 from relgate.workspace import Workspace
 
 WORKSPACE = Path(__file__).resolve().parent.parent
+# nox turns on DEBUG logging; gitpython would narrate every git call it makes.
+logging.getLogger("git").setLevel(logging.WARNING)
 
 
 def run_stage(session: nox.Session, stage: Callable[[Workspace], bool]) -> None:
