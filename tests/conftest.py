@@ -1,0 +1,84 @@
+"""Shared fixtures: real git repositories holding a copy of a bundled example."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+EXAMPLES = REPO / "examples"
+NOXFILE = REPO / "noxfile.py"
+
+
+def git(cwd: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t"}
+    return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+@dataclass
+class Project:
+    """A copy of an example in its own git repo, with its own manifests, hosts and ledger."""
+
+    root: Path
+    manifests: Path
+    hosts: Path
+    home: Path
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {**os.environ, "RELGATE_MANIFESTS": str(self.manifests), "RELGATE_HOSTS": str(self.hosts),
+                "RELGATE_HOME": str(self.home), "NO_COLOR": "1"}
+
+    def commit(self, message: str = "change") -> str:
+        git(self.root, "add", "-A")
+        git(self.root, "commit", "-qm", message)
+        return git(self.root, "rev-parse", "HEAD").strip()
+
+    def nox(self, *sessions: str, extra: tuple[str, ...] = (), timeout: int = 600) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", *sessions, *extra]
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=timeout)
+
+    def relgate(self, *args: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+        argv = [sys.executable, "-m", "relgate.cli", *args]
+        return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=timeout,
+                              cwd=self.root)
+
+    def plant(self, relpath: str, anchor: str, line: str) -> int:
+        """Insert ``line`` after the unique ``anchor`` line; returns the new line's number."""
+        path = self.root / relpath
+        text = path.read_text()
+        assert text.count(anchor + "\n") == 1, f"{relpath}: anchor not unique"
+        text = text.replace(anchor + "\n", anchor + "\n" + line + "\n")
+        path.write_text(text)
+        return text.splitlines().index(line) + 1
+
+
+def copy_example(tmp_path: Path, name: str = "tinyinfer") -> Project:
+    """Copy ``examples/NAME`` and the default manifests into a fresh git repository."""
+    root = tmp_path / name
+    shutil.copytree(EXAMPLES / name, root, ignore=shutil.ignore_patterns("build", "target"))
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "initial")
+    manifests = tmp_path / "manifests"
+    shutil.copytree(REPO / "manifests", manifests)
+    project = manifests / "project.toml"
+    project.write_text(project.read_text().replace('root = "../examples/tinyinfer"', f'root = "{root}"'))
+    hosts = tmp_path / "hosts"
+    shutil.copytree(REPO / "hosts", hosts)
+    return Project(root=root, manifests=manifests, hosts=hosts, home=tmp_path / "home")
+
+
+@pytest.fixture
+def tinyinfer(tmp_path: Path) -> Project:
+    return copy_example(tmp_path, "tinyinfer")
+
+
+needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
