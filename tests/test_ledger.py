@@ -1,0 +1,161 @@
+"""The ledger: schema, content-addressed logs, and interrupted steps recorded as error."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import NOXFILE, Project
+from relgate.errors import InputError
+from relgate.ledger import SCHEMA_VERSION, UNFINISHED_REASON, Ledger
+from relgate.verdict import Verdict
+
+SLOW_STEP = """
+[[check]]
+name = "slow"
+shell = true
+run = "echo $$ > {pidfile}; exec sleep 120"
+
+[[check]]
+name = "after"
+run = "true"
+"""
+
+
+def _wait_for(path: Path, what: str) -> int:
+    for _ in range(600):  # bounded: at most ~60 s, normally well under one
+        if path.exists() and path.read_text().strip():
+            return int(path.read_text())
+        time.sleep(0.1)
+    raise AssertionError(f"{what} never appeared")
+
+
+def _gone(pid: int) -> bool:
+    for _ in range(100):
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _with_slow_step(project: Project, pidfile: Path) -> None:
+    (project.manifests / "builds.toml").write_text(SLOW_STEP.format(pidfile=pidfile))
+
+
+def _rows(project: Project) -> dict[str, dict]:
+    done = project.relgate("status", "--json")
+    assert done.returncode == 0, done.stderr
+    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
+
+
+def _start_nox(project: Project) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", "host"], env=project.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def test_sigterm_mid_step_records_error_and_kills_the_step(tinyinfer: Project, tmp_path: Path) -> None:
+    pidfile = tmp_path / "slow.pid"
+    _with_slow_step(tinyinfer, pidfile)
+    proc = _start_nox(tinyinfer)
+    child = _wait_for(pidfile, "the slow step")
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 128 + signal.SIGTERM, out
+    assert "Traceback" not in out
+    assert _gone(child), "the step's process outlived relgate"
+    rows = _rows(tinyinfer)
+    assert rows["slow"]["verdict"] == "error"
+    assert rows["slow"]["reason"] == "interrupted by SIGTERM while running"
+    assert "after" not in rows  # the run stopped; nothing after it pretends to have run
+    log = tinyinfer.home / rows["slow"]["log_path"]
+    assert "interrupted by SIGTERM" in log.read_text()
+
+
+def test_a_crash_leaves_error_never_pass(tinyinfer: Project, tmp_path: Path) -> None:
+    pidfile = tmp_path / "slow.pid"
+    _with_slow_step(tinyinfer, pidfile)
+    proc = _start_nox(tinyinfer)
+    child = _wait_for(pidfile, "the slow step")
+    proc.send_signal(signal.SIGKILL)  # relgate gets no chance to clean up
+    proc.communicate(timeout=60)
+    try:
+        rows = _rows(tinyinfer)
+        assert rows["slow"]["verdict"] == "error"
+        assert rows["slow"]["reason"] == UNFINISHED_REASON
+        assert "partial" in rows["slow"]["log_path"]  # the log so far is kept
+    finally:
+        os.kill(child, signal.SIGKILL)  # we started it (through relgate); end it by its pid
+
+
+def test_step_killed_from_outside_is_error_and_the_run_goes_on(tinyinfer: Project, tmp_path: Path) -> None:
+    pidfile = tmp_path / "slow.pid"
+    _with_slow_step(tinyinfer, pidfile)
+    proc = _start_nox(tinyinfer)
+    os.kill(_wait_for(pidfile, "the slow step"), signal.SIGTERM)
+    out, _ = proc.communicate(timeout=60)
+    assert proc.returncode == 1, out
+    rows = _rows(tinyinfer)
+    assert rows["slow"]["verdict"] == "error"
+    assert "killed by SIGTERM from outside relgate" in rows["slow"]["reason"]
+    assert rows["after"]["verdict"] == "pass"
+
+
+def test_schema_is_versioned_and_migrates_forward(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    sqlite3.connect(home / "ledger.sqlite3").close()  # a version-0 (empty) database
+    with Ledger.open(home) as ledger:
+        assert ledger.schema_version == SCHEMA_VERSION
+    conn = sqlite3.connect(home / "ledger.sqlite3")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    assert {"runs", "steps", "artifacts"} <= tables
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    with pytest.raises(InputError, match="newer than this relgate understands"):
+        Ledger.open(home)
+
+
+def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
+    (tmp_path / "ledger.sqlite3").write_text("this is not sqlite")
+    with pytest.raises(InputError, match="not a usable ledger"):
+        Ledger.open(tmp_path)
+
+
+def test_logs_are_content_addressed_and_never_overwritten(tmp_path: Path) -> None:
+    with Ledger.open(tmp_path) as ledger:
+        paths = []
+        for run in ("r1", "r2"):
+            partial = ledger.partial_log_path("c0ffee", run, "build")
+            partial.write_text("same output\n")
+            paths.append(ledger.store_log(partial, "c0ffee"))
+        assert paths[0] == paths[1]
+        final, sha = paths[0]
+        assert final.read_text() == "same output\n" and final.name == f"{sha}.log"
+        assert not list((tmp_path / "logs" / "c0ffee" / "partial").iterdir())
+
+
+def test_steps_of_one_run_point_to_it_and_keep_host_facts(tmp_path: Path) -> None:
+    with Ledger.open(tmp_path) as ledger:
+        run = ledger.begin_run(session="host", argv=["nox"], project="p", project_root=tmp_path, commit="a" * 40,
+                               branch="main", dirty=False)
+        common = dict(run_id=run, session="host", lane="gate", target=None, commit="a" * 40, dirty=False,
+                      command="true", cwd=None, env={"HF_TOKEN": "***"})
+        ledger.record_step(step="one", host="box1", board="H100", driver="550", toolkit="cuda 12.4",
+                           verdict=Verdict.NOT_RUN, reason="no host offers sm90", **common)
+        ledger.record_step(step="two", host="box2", board="MI300X", driver="6.2", toolkit="rocm 6.2",
+                           verdict=Verdict.SKIP, reason="manual", **common)
+        rows = ledger.steps(run_id=run)
+    assert [(r.host, r.board, r.verdict) for r in rows] == [("box1", "H100", Verdict.NOT_RUN),
+                                                            ("box2", "MI300X", Verdict.SKIP)]
+    assert rows[0].env == {"HF_TOKEN": "***"}
