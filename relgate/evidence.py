@@ -38,11 +38,11 @@ import gc
 import json
 import os
 import tempfile
-from collections.abc import Callable, Hashable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from itertools import filterfalse, repeat
-from operator import itemgetter
+from itertools import compress, count, filterfalse, islice, repeat
+from operator import itemgetter, ne
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -145,13 +145,32 @@ def _parse_slow(text: str, source: str) -> dict[str, str]:
     return cells
 
 
-def _parse_flat(text: str, source: str) -> dict[str, str]:
-    """Parse a capture into ``{"suite\\tarm\\tkey": value}`` (last write wins)."""
+@dataclass(frozen=True, kw_only=True, eq=False)
+class _Side:
+    """One capture, column-wise: unique keys in first-write order, their effective
+    (last-write) values at the same positions, and a membership index over the keys.
+
+    The diff walks two sides position by position, so two captures written in the
+    same order (the usual case: the same tests, run again) compare with sequential
+    C-level passes instead of a hash lookup per cell.
+    """
+
+    keys: Sequence[Any]
+    values: Sequence[str]
+    index: Container[Any]
+
+    @classmethod
+    def of(cls, cells: Mapping[Any, str]) -> _Side:
+        return cls(keys=list(cells), values=list(cells.values()), index=cells.keys())
+
+
+def _parse_flat(text: str, source: str) -> _Side:
+    """Parse a capture keyed by ``"suite\\tarm\\tkey"`` (last write wins)."""
     text = _normalize(text)
     # Lines led by a space (maybe an indented comment) or a tab (an empty suite), and
     # rows with an empty arm or key ("\t\t"), are left to the reference parser.
     if text[:1] in (" ", "\t") or "\n " in text or "\n\t" in text or "\t\t" in text:
-        return _parse_slow(text, source)
+        return _Side.of(_parse_slow(text, source))
     n_comments = text.count("\n#") + (text[:1] == "#")
     lines = list(filter(None, text.split("\n")))  # drop empty lines
     if n_comments:
@@ -160,11 +179,21 @@ def _parse_flat(text: str, source: str) -> dict[str, str]:
         else:
             lines = [line for line in lines if line[0] != "#"]
     if not lines:
-        return {}
+        return _Side.of({})
     if set(map(str.count, lines, repeat("\t"))) != {3}:
-        return _parse_slow(text, source)  # raises, naming the first bad line
+        return _Side.of(_parse_slow(text, source))  # raises, naming the bad line
+    del text
     with _gc_paused():
-        return dict(map(str.rsplit, lines, repeat("\t"), repeat(1)))
+        parts = list(map(str.rpartition, lines, repeat("\t")))
+        del lines
+        keys = list(map(itemgetter(0), parts))
+        values = list(map(itemgetter(2), parts))
+        del parts
+        index = set(keys)
+        if len(index) == len(keys):
+            return _Side(keys=keys, values=values, index=index)
+        # A key written more than once: the last write wins, the first sets the order.
+        return _Side.of(dict(zip(keys, values)))
 
 
 def _split_key(flat_key: str) -> Cell:
@@ -172,12 +201,14 @@ def _split_key(flat_key: str) -> Cell:
     return (suite, arm, key)
 
 
-def _flat_to_cells(flat: Mapping[str, str]) -> dict[Cell, str]:
+def _side_to_cells(side: _Side) -> dict[Cell, str]:
     with _gc_paused():
-        return dict(zip(map(tuple, map(str.split, flat, repeat("\t"))), flat.values()))
+        return dict(
+            zip(map(tuple, map(str.split, side.keys, repeat("\t"))), side.values)
+        )
 
 
-def _read_flat(path: Path) -> dict[str, str]:
+def _read_flat(path: Path) -> _Side:
     path = Path(path)
     source = str(path)
     try:
@@ -200,12 +231,12 @@ def parse_cells(text: str, *, source: str) -> dict[Cell, str]:
 
     Raises ``InputError("SOURCE:LINE: malformed evidence row: ...")`` on a bad row.
     """
-    return _flat_to_cells(_parse_flat(text, source))
+    return _side_to_cells(_parse_flat(text, source))
 
 
 def read_cells(path: Path) -> dict[Cell, str]:
     """Read and parse one capture file; a missing file is an ``InputError``."""
-    return _flat_to_cells(_read_flat(path))
+    return _side_to_cells(_read_flat(path))
 
 
 def merge_captures(captures: Iterable[Mapping[Cell, str]]) -> dict[Cell, str]:
@@ -322,40 +353,101 @@ class EvidenceDiff:
         return not (self.moved or self.only_base or self.only_candidate)
 
 
-def _diff(
-    base: Mapping[Any, str],
-    candidate: Mapping[Any, str],
-    to_cell: Callable[[Any], Cell],
-) -> EvidenceDiff:
-    # C-level passes over the big mappings; Python work only for cells that differ.
-    changed = list(filterfalse(candidate.items().__contains__, base.items()))
-    moved: list[tuple[Cell, str, str]] = []
-    only_base: list[tuple[Cell, str]] = []
-    for key, old in changed:
-        if key in candidate:
-            moved.append((to_cell(key), old, candidate[key]))
+def _common_run(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
+    """How many items ``a[i:]`` and ``b[j:]`` share, position by position, from the start.
+
+    One sequential C-level pass (list iterators positioned with ``__setstate__``,
+    no slicing), which stops at the first difference.
+    """
+    it_a, it_b = iter(a), iter(b)
+    if i:
+        it_a.__setstate__(i)  # type: ignore[attr-defined]
+    if j:
+        it_b.__setstate__(j)  # type: ignore[attr-defined]
+    first = next(compress(count(), map(ne, it_a, it_b)), None)
+    return min(len(a) - i, len(b) - j) if first is None else first
+
+
+def _positions_differing(
+    a: Sequence[str], i: int, b: Sequence[str], j: int, run: int
+) -> Iterator[int]:
+    """Offsets ``k < run`` where ``a[i + k] != b[j + k]`` (C-level scan)."""
+    it_a, it_b = iter(a), iter(b)
+    if i:
+        it_a.__setstate__(i)  # type: ignore[attr-defined]
+    if j:
+        it_b.__setstate__(j)  # type: ignore[attr-defined]
+    return compress(count(), map(ne, islice(it_a, run), it_b))
+
+
+def _diff_sides(base: _Side, cand: _Side, to_cell: Callable[[Any], Cell]) -> EvidenceDiff:
+    """Diff two sides: walk them in step while their keys line up; at a key that is
+    only on one side, step past it; when the orders really disagree (or the walk keeps
+    stopping), hash the rest. Python-level work is per differing cell, not per cell.
+    """
+    bk, bv, b_index = base.keys, base.values, base.index
+    ck, cv, c_index = cand.keys, cand.values, cand.index
+    nb, nc = len(bk), len(ck)
+    moved: list[tuple[Any, str, str]] = []
+    only_base: list[tuple[Any, str]] = []
+    only_cand: list[tuple[Any, str]] = []
+    i = j = 0
+    steps_left = 256 + (nb + nc) // 32  # then hashing the rest is cheaper
+    while i < nb and j < nc:
+        run = _common_run(bk, i, ck, j)
+        if run:
+            for k in _positions_differing(bv, i, cv, j, run):
+                moved.append((bk[i + k], bv[i + k], cv[j + k]))
+            i += run
+            j += run
+            continue
+        if not steps_left:
+            break
+        steps_left -= 1
+        if bk[i] not in c_index:
+            only_base.append((bk[i], bv[i]))
+            i += 1
+        elif ck[j] not in b_index:
+            only_cand.append((ck[j], cv[j]))
+            j += 1
         else:
-            only_base.append((to_cell(key), old))
-    only_candidate = [
-        (to_cell(key), candidate[key])
-        for key in filterfalse(base.__contains__, candidate)
-    ]
+            break  # the same keys in another order
+    if i < nb and j < nc:
+        # Keys before (i, j) are settled: each matched its partner or is on one side
+        # only, so every key still shared lies in both remainders.
+        rest_c = dict(zip(ck[j:], cv[j:]))
+        rest_c_items = rest_c.items()
+        for key, old in filterfalse(rest_c_items.__contains__, zip(bk[i:], bv[i:])):
+            if key in rest_c:
+                moved.append((key, old, rest_c[key]))
+            else:
+                only_base.append((key, old))
+        only_cand.extend(
+            (key, rest_c[key]) for key in filterfalse(b_index.__contains__, ck[j:])
+        )
+    else:
+        only_base.extend(zip(bk[i:], bv[i:]))
+        only_cand.extend(zip(ck[j:], cv[j:]))
     by_cell = itemgetter(0)
     return EvidenceDiff(
-        identical=len(base) - len(changed),
-        moved=tuple(sorted(moved, key=by_cell)),
-        only_base=tuple(sorted(only_base, key=by_cell)),
-        only_candidate=tuple(sorted(only_candidate, key=by_cell)),
+        identical=nb - len(moved) - len(only_base),
+        moved=tuple(
+            sorted(((to_cell(k), old, new) for k, old, new in moved), key=by_cell)
+        ),
+        only_base=tuple(sorted(((to_cell(k), v) for k, v in only_base), key=by_cell)),
+        only_candidate=tuple(
+            sorted(((to_cell(k), v) for k, v in only_cand), key=by_cell)
+        ),
     )
 
 
-def _as_cell(key: Hashable) -> Cell:
-    return key  # type: ignore[return-value]
+def _as_cell(key: Any) -> Cell:
+    return key  # type: ignore[no-any-return]
 
 
 def diff_cells(base: Mapping[Cell, str], candidate: Mapping[Cell, str]) -> EvidenceDiff:
     """Compare two captures cell by cell."""
-    return _diff(base, candidate, _as_cell)
+    return _diff_sides(_Side.of(base), _Side.of(candidate), _as_cell)
 
 
 def _label(cell: Cell) -> str:
@@ -430,10 +522,10 @@ def diff_command(base: Path, candidate: Path, *, as_json: bool, out: TextIO) -> 
     Returns 0 when identical, 1 on any difference. A missing file, invalid UTF-8 or a
     malformed row raises ``InputError`` (exit 2 in the CLI) before anything is written.
     """
-    base_cells = _read_flat(base)
-    candidate_cells = _read_flat(candidate)
-    d = _diff(base_cells, candidate_cells, _split_key)
-    del base_cells, candidate_cells
+    base_side = _read_flat(base)
+    candidate_side = _read_flat(candidate)
+    d = _diff_sides(base_side, candidate_side, _split_key)
+    del base_side, candidate_side
     if as_json:
         json.dump(diff_to_json(d), out, indent=2, ensure_ascii=False)
         out.write("\n")

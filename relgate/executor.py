@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from .hosts import Host
-from .redact import Redactor, redact_argv, redact_env
+from .redact import Redactor, argv_secrets, is_secret_name, redact_argv, redact_env, shell_secrets
 
 __all__ = [
     "CommandRequest", "CommandResult", "LogSink", "FileSink", "Executor", "LocalExecutor",
@@ -59,8 +59,12 @@ class CommandRequest:
     def display(self) -> str:
         """The command as a person would type it, secrets redacted."""
         if self.shell is not None:
-            return Redactor()(self.shell)
+            return Redactor(shell_secrets(self.shell))(self.shell)
         return shlex.join(redact_argv(self.argv or ()))
+
+    def secrets(self) -> list[str]:
+        """Secret values the command line itself carries (``--token=…``, ``--password …``)."""
+        return shell_secrets(self.shell) if self.shell is not None else argv_secrets(self.argv or ())
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,13 +124,15 @@ class LocalExecutor:
 
     def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
         env = {**self._base_env, **request.env}
-        redact = Redactor.from_env(env)
+        # Values of secret-named variables, and secrets passed on the command line: the
+        # command may echo either, so both are hidden from the sink, the tail and the record.
+        redact = Redactor([*(v for k, v in env.items() if is_secret_name(k)), *request.secrets()])
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         started = datetime.now(timezone.utc)
         t0 = time.monotonic()
 
         def result(**kw: object) -> CommandResult:
-            base = dict(host=self.host.name, command=request.display(), cwd=str(request.cwd),
+            base = dict(host=self.host.name, command=redact(request.display()), cwd=str(request.cwd),
                         env=redact_env(dict(request.env)), started=started,
                         duration=time.monotonic() - t0, log_path=sink.path, tail="".join(tail),
                         exit_code=None, signal=None, timed_out=False, spawn_error=None)
@@ -143,7 +149,10 @@ class LocalExecutor:
             )
         except OSError as exc:
             what = request.argv[0] if request.argv else "/bin/sh"
-            message = f"cannot run {what}: {exc.strerror or exc}"
+            if exc.filename is not None and str(exc.filename) == str(request.cwd):
+                message = f"cannot run {what}: working directory {request.cwd}: {exc.strerror or exc}"
+            else:
+                message = f"cannot run {what}: {exc.strerror or exc}"
             sink.write(message + "\n")
             tail.append(message + "\n")
             return result(spawn_error=message)

@@ -149,14 +149,16 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
     c = Checker(path)
     c.keys(data, "", ["project"], required=["project"])
     table = c.get(data, "", "project", dict, {})
-    c.keys(table, "project", _PROJECT_KEYS, required=("name", "root", "kind", "version"))
+    # No [project] table (or not a table): that one problem, not one per missing key.
+    c.keys(table, "project", _PROJECT_KEYS,
+           required=("name", "root", "kind", "version") if isinstance(data.get("project"), dict) else ())
     name = c.get(table, "project", "name", str, "")
     root_text = c.get(table, "project", "root", str, "")
     kind = c.choice(table, "project", "kind", PROJECT_KINDS, default="make")
     version = c.get(table, "project", "version", str, "")
     changelog = c.get(table, "project", "changelog", str, "CHANGELOG.md")
     evidence_env = c.get(table, "project", "evidence_env", str, "RELGATE_EVIDENCE")
-    if "name" in table and isinstance(name, str) and not name.strip():
+    if isinstance(table.get("name"), str) and not name.strip():
         c.problem("project.name", "must not be empty")
     if evidence_env and not _ENV_NAME.fullmatch(evidence_env):
         c.problem("project.evidence_env", f'"{evidence_env}" is not an environment variable name')
@@ -181,7 +183,7 @@ def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_defa
         c.problem(f"{prefix}.timeout", "must be a positive number of seconds")
         timeout = None
     allow: list[AllowRule] = []
-    for i, rule in enumerate(c.array_of_tables(table, prefix, "allow")):
+    for i, rule in c.array_of_tables(table, prefix, "allow").items():
         where = f"{prefix}.allow[{i}]"
         c.keys(rule, where, ("pattern", "reason"), required=("pattern", "reason"))
         pattern = c.get(rule, where, "pattern", str)
@@ -248,7 +250,8 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
     diff_base = c.get(host, "host", "diff_base", str)
 
     releases: dict[str, ReleaseTarget] = {}
-    for name, table in c.tables(data, "", "release").items():
+    release_tables = c.tables(data, "", "release")
+    for name, table in release_tables.items():
         prefix = f"release.{name}"
         c.keys(table, prefix, ("run", "clean", "shell", *_OPTION_KEYS), required=("run",))
         shell = bool(c.get(table, prefix, "shell", bool, False))
@@ -276,12 +279,12 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
 
     checks: list[Check] = []
     seen: set[str] = set()
-    for i, table in enumerate(c.array_of_tables(data, "", "check")):
+    for i, table in c.array_of_tables(data, "", "check").items():
         prefix = f"check[{i}]"
         c.keys(table, prefix, ("name", "run", "shell", "release", "matrix", "builtin", "expect_output",
                                *_OPTION_KEYS), required=("name",))
         name = c.get(table, prefix, "name", str, "")
-        if name in seen:
+        if name and name in seen:
             c.problem(f"{prefix}.name", f'duplicate check name "{name}"')
         seen.add(name)
         kinds = [k for k in ("run", "release", "matrix", "builtin") if k in table]
@@ -289,8 +292,9 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
             c.problem(prefix, "needs exactly one of run, release, matrix, builtin"
                       + (f" (has {', '.join(kinds)})" if kinds else ""))
         release = c.get(table, prefix, "release", str)
-        if release is not None and release not in releases:
-            c.problem(f"{prefix}.release", f'no release target "{release}"' + did_you_mean(release, releases))
+        # A declared target with its own problems is reported there, not again here.
+        if release is not None and release not in release_tables:
+            c.problem(f"{prefix}.release", f'no release target "{release}"' + did_you_mean(release, release_tables))
         matrix = c.get(table, prefix, "matrix", str)
         if matrix is not None and matrix not in matrices:
             c.problem(f"{prefix}.matrix", f'no matrix "{matrix}"' + did_you_mean(matrix, matrices))

@@ -7,9 +7,10 @@ secret has its value hidden, wherever that value shows up.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Iterable, Mapping, Sequence
 
-__all__ = ["MASK", "is_secret_name", "redact_env", "redact_argv", "Redactor"]
+__all__ = ["MASK", "is_secret_name", "redact_env", "redact_argv", "argv_secrets", "shell_secrets", "Redactor"]
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"TOKEN|PASSWORD|PASSWD|SECRET|KEY|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -46,6 +47,30 @@ def redact_argv(argv: Sequence[str]) -> list[str]:
             continue
         out.append(_INLINE.sub(lambda m: f"{m['name']}{m['sep']}{MASK}", arg))
     return out
+
+
+def argv_secrets(argv: Sequence[str]) -> list[str]:
+    """The values :func:`redact_argv` hides, so output that echoes them can be hidden too."""
+    out: list[str] = []
+    hide_next = False
+    for arg in argv:
+        if hide_next:
+            out.append(arg)
+            hide_next = False
+            continue
+        if arg.startswith("-") and "=" not in arg and is_secret_name(arg):
+            hide_next = True
+            continue
+        out.extend(m["value"] for m in _INLINE.finditer(arg))
+    return out
+
+
+def shell_secrets(command: str) -> list[str]:
+    """:func:`argv_secrets` of a shell string's words (none when it does not split)."""
+    try:
+        return argv_secrets(shlex.split(command))
+    except ValueError:
+        return []
 
 
 class Redactor:

@@ -26,6 +26,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 __all__ = ["read_toml", "Checker", "display_path", "did_you_mean"]
 
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
+_TOML_END = "(at end of document)"
 
 
 def display_path(path: Path) -> str:
@@ -58,6 +59,12 @@ def read_toml(path: Path) -> dict[str, Any]:
             reason = _TOML_POS.sub("", msg).strip()
             raise InputError(
                 f"{shown}:{pos.group(1)}:{pos.group(2)}: TOML syntax error: {reason}"
+            ) from None
+        if _TOML_END in msg:  # tomllib names no line here: point at the end of the file
+            lines = text.split("\n")
+            reason = msg.replace(_TOML_END, "").strip()
+            raise InputError(
+                f"{shown}:{len(lines)}:{len(lines[-1]) + 1}: TOML syntax error: {reason} (at end of file)"
             ) from None
         raise InputError(f"{shown}: TOML syntax error: {msg}") from None
 
@@ -160,15 +167,16 @@ class Checker:
                 self.problem(_join(_join(prefix, key), name), f"expected a table, got {_describe(sub)}")
         return out
 
-    def array_of_tables(self, data: Mapping[str, Any], prefix: str, key: str) -> list[dict[str, Any]]:
+    def array_of_tables(self, data: Mapping[str, Any], prefix: str, key: str) -> dict[int, dict[str, Any]]:
+        """Index → table for an array of tables; a wrong-typed entry is reported and left out
+        (so its keys are not reported missing as well), the others keep their own index."""
         value = self.get(data, prefix, key, list, [])
-        out: list[dict[str, Any]] = []
+        out: dict[int, dict[str, Any]] = {}
         for i, sub in enumerate(value):
             if isinstance(sub, dict):
-                out.append(sub)
+                out[i] = sub
             else:
                 self.problem(f"{_join(prefix, key)}[{i}]", f"expected a table, got {_describe(sub)}")
-                out.append({})
         return out
 
 
