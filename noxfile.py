@@ -1,22 +1,29 @@
 """relgate's sessions. Thin: the engine lives in relgate/, the sessions in sessions/.
 
-    nox -s host            the host checks (warning-free builds, tests, git diff --check)
-    nox -l                 every session, with what it does
+    nox -s host gate contract     the host checks, then the gate and contract lanes
+    nox -s record -- TARGET       record lane: only the named targets, one at a time
+    nox -s qualification -- TOOL  one run per board and toolkit
+    nox -l                        every session, with what it does
 
+Options after --: target names, --require-all, --reuse, --report FILE.json, --junit FILE.xml.
 RELGATE_MANIFESTS=DIR selects another manifest folder, RELGATE_HOSTS another host folder,
 RELGATE_HOME another ledger home.
 """
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
 import nox
 
+# nox logs at DEBUG; gitpython would narrate every git call (even while being imported).
+logging.getLogger("git").setLevel(logging.WARNING)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from sessions.host import host  # noqa: E402,F401  (registers the session)
+import sessions.host  # noqa: E402,F401  (each module registers its sessions)
+import sessions.lanes  # noqa: E402,F401
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["host"]

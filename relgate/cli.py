@@ -10,8 +10,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from . import __version__
-from .errors import RelgateError
+from .errors import InputError, RelgateError
 from .executor import Interrupted
+from .options import add_run_options, options_from
 from .gitfacts import read_git_facts
 from .ledger import Ledger
 from .workspace import Workspace
@@ -47,7 +48,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--home", type=Path, help="ledger home (default: $RELGATE_HOME or ./.relgate)")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     sub.add_parser("check", help="validate the manifests and hosts, print what would run")
-    sub.add_parser("host", help="run the host checks (same as nox -s host)")
+    host = sub.add_parser("host", help="run the host checks (same as nox -s host)")
+    add_run_options(host)
+    sub.add_parser("census", help="the lane census: every target has exactly one lane (exit 0 clean, 1 violations)")
+    lane = sub.add_parser("lane", help="run one lane (same as nox -s LANE)")
+    lane.add_argument("lane", metavar="LANE")
+    add_run_options(lane)
     st = sub.add_parser("status", help="ledger rows for the current commit")
     st.add_argument("--json", action="store_true", help="machine-readable output")
     st.add_argument("--commit", help="another commit (full sha) instead of HEAD")
@@ -79,8 +85,34 @@ def _cmd_check(args: argparse.Namespace) -> int:
 def _cmd_host(args: argparse.Namespace) -> int:
     from .stages import run_host_checks
 
-    summary = run_host_checks(_load(args), argv=["relgate", "host"])
-    return 0 if summary.ok else 1
+    options = options_from(args)
+    summary = run_host_checks(_load(args), argv=sys.argv, options=options)
+    return 0 if summary.ok(require_all=options.require_all) else 1
+
+
+def _cmd_lane(args: argparse.Namespace) -> int:
+    from .stages import run_lane
+
+    options = options_from(args)
+    summary = run_lane(_load(args), args.lane, argv=sys.argv, options=options)
+    return 0 if summary is None or summary.ok(require_all=options.require_all) else 1
+
+
+def _cmd_census(args: argparse.Namespace) -> int:
+    from .census import census_exit_code, render_violations, run_census
+    from .lanes import load_lanes
+
+    ws = _load(args)
+    lanes = load_lanes(ws.project, ws.manifests_dir)
+    if lanes is None:
+        raise InputError(f"{ws.project.name}: no lanes file (project.lanes or lanes.toml in the manifest folder)")
+    violations = run_census(kind=ws.project.kind, root=ws.project.root, targets=lanes.targets, lanes=lanes.file,
+                            known_lanes=lanes.lanes)
+    for line in render_violations(violations):
+        print(line)
+    print(f"census: {len(lanes.targets)} targets, {len(lanes.file.rows)} lane rows, "
+          f"{len(violations)} violation{'' if len(violations) == 1 else 's'}")
+    return census_exit_code(violations)
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
@@ -105,7 +137,8 @@ def _cmd_evidence(args: argparse.Namespace) -> int:
     return diff_command(args.base, args.candidate, as_json=args.json, out=sys.stdout)
 
 
-_COMMANDS = {"check": _cmd_check, "host": _cmd_host, "status": _cmd_status, "evidence": _cmd_evidence}
+_COMMANDS = {"check": _cmd_check, "host": _cmd_host, "lane": _cmd_lane, "census": _cmd_census,
+             "status": _cmd_status, "evidence": _cmd_evidence}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -28,9 +28,9 @@ from typing import Any
 from .errors import InputError
 from .verdict import Verdict
 
-__all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "UNFINISHED_REASON"]
+__all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "UNFINISHED_REASON"]
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 UNFINISHED_REASON = "never finished: relgate stopped before the step ended"
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -85,6 +85,26 @@ _MIGRATIONS: tuple[str, ...] = (
         created TEXT NOT NULL
     );
     """,
+    # 2: evidence captured by a step, and steps that reuse an earlier identical pass.
+    """
+    ALTER TABLE steps ADD COLUMN reused_from INTEGER REFERENCES steps(id);
+    CREATE TABLE evidence (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        step_id INTEGER NOT NULL REFERENCES steps(id),
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        commit_sha TEXT NOT NULL,
+        dirty INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        board TEXT,
+        toolkit TEXT,
+        lane TEXT,
+        target TEXT,
+        sha256 TEXT NOT NULL,
+        path TEXT NOT NULL,
+        created TEXT NOT NULL
+    );
+    CREATE INDEX evidence_by_commit ON evidence(commit_sha, board, lane, target);
+    """,
 )
 
 
@@ -134,11 +154,29 @@ class StepRow:
     log_path: str | None
     log_sha256: str | None
     tail: str | None
+    reused_from: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["verdict"] = self.verdict.value
         return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvidenceRow:
+    id: int
+    step_id: int
+    run_id: str
+    commit_sha: str
+    dirty: bool
+    host: str
+    board: str | None
+    toolkit: str | None
+    lane: str | None
+    target: str | None
+    sha256: str
+    path: str
+    created: str
 
 
 class Ledger:
@@ -271,10 +309,76 @@ class Ledger:
         return [RunRow(**{**dict(r), "dirty": bool(r["dirty"])})
                 for r in self._conn.execute(sql, (commit,) if commit else ())]
 
+    def reusable_pass(self, *, commit: str, session: str, step: str, host: str, command: str) -> StepRow | None:
+        """The latest pass of this exact step (same commit, host, command) on a clean tree."""
+        row = self._conn.execute(
+            "SELECT * FROM steps WHERE commit_sha = ? AND session = ? AND step = ? AND host = ? AND command = ?"
+            " AND dirty = 0 AND verdict = ? ORDER BY id DESC LIMIT 1",
+            (commit, session, step, host, command, Verdict.PASS.value)).fetchone()
+        return None if row is None else _step_row(row)
+
+    def reuse_step(self, *, run_id: str, original: StepRow) -> int:
+        """Record that ``original`` stands for this run too (a new row pointing at it)."""
+        source = original.reused_from or original.id
+        with self._tx():
+            cur = self._conn.execute(
+                "INSERT INTO steps (run_id, session, step, lane, target, host, board, driver, toolkit, commit_sha,"
+                " dirty, command, cwd, env, started, duration, exit_code, verdict, reason, warning_count, warnings,"
+                " log_path, log_sha256, tail, reused_from)"
+                " SELECT ?, session, step, lane, target, host, board, driver, toolkit, commit_sha, dirty, command,"
+                " cwd, env, ?, 0, exit_code, verdict, ?, warning_count, warnings, log_path, log_sha256, tail, ?"
+                " FROM steps WHERE id = ?",
+                (run_id, _now(), f"reused: passed as step #{source}", source, source))
+            new_id = int(cur.lastrowid)
+            self._conn.execute(
+                "INSERT INTO evidence (step_id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
+                " sha256, path, created) SELECT ?, ?, commit_sha, dirty, host, board, toolkit, lane, target,"
+                " sha256, path, ? FROM evidence WHERE step_id = ?", (new_id, run_id, _now(), source))
+        return new_id
+
+    # -- evidence --------------------------------------------------------------------------
+    def evidence_path(self, run_id: str, step: str) -> Path:
+        """A fresh file a step's tests append evidence cells to."""
+        path = self.home / "evidence" / "runs" / run_id / f"{_safe(step)}.cells"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            path.unlink()
+        return path
+
+    def store_evidence(self, captured: Path, *, step_id: int) -> EvidenceRow:
+        """Keep a capture by content hash and index it by the step's commit, host, board, lane, target."""
+        data = captured.read_bytes()
+        sha = hashlib.sha256(data).hexdigest()
+        final = self.home / "evidence" / "objects" / sha[:2] / f"{sha}.cells"
+        if not final.exists():
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = final.with_suffix(".tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, final)
+        with self._tx():
+            self._conn.execute(
+                "INSERT OR IGNORE INTO artifacts (sha256, kind, path, size, created) VALUES (?,?,?,?,?)",
+                (sha, "evidence", self._rel(final), len(data), _now()))
+            cur = self._conn.execute(
+                "INSERT INTO evidence (step_id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
+                " sha256, path, created) SELECT id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
+                " ?, ?, ? FROM steps WHERE id = ?", (sha, self._rel(final), _now(), step_id))
+            row_id = int(cur.lastrowid)
+        return self.evidence(row_id=row_id)[0]
+
+    def evidence(self, *, commit: str | None = None, row_id: int | None = None,
+                 step_id: int | None = None) -> list[EvidenceRow]:
+        where, args = [], []
+        for column, value in (("commit_sha", commit), ("id", row_id), ("step_id", step_id)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = "SELECT * FROM evidence" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
+        return [EvidenceRow(**{**dict(r), "dirty": bool(r["dirty"])}) for r in self._conn.execute(sql, args)]
+
     # -- logs as content-addressed artifacts --------------------------------------------------
     def partial_log_path(self, commit: str, run_id: str, step: str) -> Path:
-        safe = "".join(ch if ch.isalnum() or ch in "-_.," else "_" for ch in step)
-        path = self.home / "logs" / commit / "partial" / f"{run_id}-{safe}.log"
+        path = self.home / "logs" / commit / "partial" / f"{run_id}-{_safe(step)}.log"
         path.parent.mkdir(parents=True, exist_ok=True)
         return path
 
@@ -317,6 +421,10 @@ def _step_row(r: sqlite3.Row) -> StepRow:
     d["env"] = json.loads(d["env"] or "{}")
     d["warnings"] = json.loads(d["warnings"] or "[]")
     return StepRow(**d)
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_.," else "_" for ch in name)
 
 
 def _split_sql(script: str) -> list[str]:

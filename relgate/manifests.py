@@ -50,6 +50,7 @@ class ProjectSpec:
     changelog: Path
     evidence_env: str
     source: Path
+    lanes: Path | None = None  # the project's own lanes file (``qual/lanes.toml``), if it keeps one
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -142,7 +143,7 @@ class HostSpec:
 
 # --- project.toml ---------------------------------------------------------------------
 
-_PROJECT_KEYS = ("name", "root", "kind", "version", "changelog", "evidence_env")
+_PROJECT_KEYS = ("name", "root", "kind", "version", "changelog", "evidence_env", "lanes")
 
 
 def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
@@ -167,9 +168,13 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
         c.problem("project.root", f"{root} does not exist" if not root.exists() else f"{root} is not a directory")
     elif root_text and changelog and not (root / changelog).is_file():
         c.problem("project.changelog", f"{root / changelog} does not exist")
+    lanes = c.get(table, "project", "lanes", str)
+    if lanes is not None and root.is_dir() and not (root / lanes).is_file():
+        c.problem("project.lanes", f"{root / lanes} does not exist")
     c.raise_if_problems()
     return ProjectSpec(name=name, root=root, kind=kind or "make", version=version,
-                       changelog=root / changelog, evidence_env=evidence_env, source=Path(path))
+                       changelog=root / changelog, evidence_env=evidence_env, source=Path(path),
+                       lanes=root / lanes if lanes else None)
 
 
 # --- builds.toml ----------------------------------------------------------------------

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -26,6 +26,10 @@ class PlannedStep:
     allow: tuple[AllowRule, ...] = ()
     expect_output: str | None = None
     skip: str | None = None
+    host: str | None = None  # pinned to this host (qualification: one run per board)
+    evidence_env: str | None = None  # the variable that names this step's fresh evidence file
+    evidence_required: bool = False  # no evidence back is an error, not a pass
+    timing_only: bool = False  # bench: ran or not, the numbers are not judged
 
     def display(self) -> str:
         return " && ".join(c.display() for c in self.commands)
@@ -40,11 +44,14 @@ def _step(name: str, commands: tuple[CommandSpec, ...], root: Path, opts: StepOp
     )
 
 
-def plan_host_checks(builds: BuildsSpec, root: Path, *, lane: str = "host") -> list[PlannedStep]:
-    """Every host check in declaration order; a matrix check becomes one step per combination."""
+def plan_host_checks(builds: BuildsSpec, root: Path, *, lane: str = "host",
+                     extra: Sequence[PlannedStep] = ()) -> list[PlannedStep]:
+    """Every host check in declaration order (a matrix check becomes one step per combination),
+    then ``extra`` steps, then ``git diff --check`` unless the checks place it themselves."""
     steps: list[PlannedStep] = []
     for check in builds.checks:
         steps.extend(_plan_check(check, builds, root, lane))
+    steps.extend(extra)
     if not any(c.builtin == "git-diff-check" for c in builds.checks):
         steps.append(_diff_check("git-diff-check", builds, root, lane, StepOptions(warnings="ignore")))
     return steps

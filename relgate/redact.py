@@ -66,9 +66,14 @@ def argv_secrets(argv: Sequence[str]) -> list[str]:
 
 
 def shell_secrets(command: str) -> list[str]:
-    """:func:`argv_secrets` of a shell string's words (none when it does not split)."""
+    """:func:`argv_secrets` of a shell string's words (none when it does not split).
+
+    ``;``, ``&&``, ``|`` and redirections are words of their own, so ``--password abc;``
+    yields ``abc``, not ``abc;``."""
+    lexer = shlex.shlex(command, posix=True, punctuation_chars=True)
+    lexer.whitespace_split = True
     try:
-        return argv_secrets(shlex.split(command))
+        return argv_secrets(list(lexer))
     except ValueError:
         return []
 

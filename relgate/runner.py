@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import signal
 import threading
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,15 +19,39 @@ from typing import Protocol
 
 from .executor import CommandRequest, CommandResult, Executor, FileSink, Interrupted
 from .gitfacts import GitFacts
+from .hosts import Host
 from .ledger import Ledger
 from .plan import PlannedStep
 from .scanners import CompilerWarning, StreamScanner, partition
 from .verdict import Verdict
 
-__all__ = ["StepOutcome", "RunSummary", "Reporter", "run_steps", "sigterm_interrupts"]
+__all__ = ["HostPool", "StepOutcome", "RunSummary", "Reporter", "run_steps", "sigterm_interrupts"]
 
 # Signals that mean "someone stopped this command", not "the code crashed".
 _STOP_SIGNALS = {signal.SIGTERM, signal.SIGKILL, signal.SIGINT, signal.SIGHUP}
+
+
+class HostPool:
+    """The hosts a run may use, and the executor of each host that can run commands."""
+
+    def __init__(self, hosts: Sequence[Host], executors: Mapping[str, Executor]) -> None:
+        self.hosts = list(hosts)
+        self.executors = dict(executors)
+
+    def place(self, step: PlannedStep) -> Executor | str:
+        """The executor of the first host offering what ``step`` needs, or why there is none."""
+        candidates = [h for h in self.hosts if step.host is None or h.name == step.host]
+        if not candidates:
+            return f"no host named {step.host}"
+        offering = [h for h in candidates if not h.missing(step.requires)]
+        for host in offering:
+            if host.name in self.executors:
+                return self.executors[host.name]
+        if offering:
+            names = ", ".join(h.name for h in offering)
+            return f"only {names} offer {', '.join(step.requires)}, and no executor can reach {names} yet"
+        missing = min((h.missing(step.requires) for h in candidates), key=len)
+        return f"no host offers {', '.join(missing)}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -42,6 +66,8 @@ class StepOutcome:
     warnings: tuple[CompilerWarning, ...] = ()
     allowed: tuple[tuple[CompilerWarning, str], ...] = ()
     tail: str = ""
+    evidence: Path | None = None  # the stored capture, when the step brought one back
+    reused_from: int | None = None
 
 
 @dataclass(kw_only=True)
@@ -52,9 +78,11 @@ class RunSummary:
     outcomes: list[StepOutcome] = field(default_factory=list)
     interrupted: str | None = None
 
-    @property
-    def ok(self) -> bool:
-        return self.interrupted is None and not any(o.verdict.blocks for o in self.outcomes)
+    def ok(self, *, require_all: bool = False) -> bool:
+        """No fail or error (and, with ``require_all``, nothing left not-run)."""
+        if self.interrupted is not None:
+            return False
+        return not any(o.verdict.blocks or (require_all and o.verdict is Verdict.NOT_RUN) for o in self.outcomes)
 
     def count(self, verdict: Verdict) -> int:
         return sum(1 for o in self.outcomes if o.verdict is verdict)
@@ -84,41 +112,60 @@ def sigterm_interrupts() -> Iterator[None]:
 
 
 def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts: GitFacts,
-              executor: Executor, ledger: Ledger, reporter: Reporter,
-              extra_env: Callable[[PlannedStep], dict[str, str]] | None = None) -> RunSummary:
-    """Run every step to the end (a red step does not stop the ones after it)."""
+              pool: HostPool, ledger: Ledger, reporter: Reporter, reuse: bool = False) -> RunSummary:
+    """Run every step to the end (a red step does not stop the ones after it).
+
+    With ``reuse``, a step that already passed for this exact commit on a clean tree (same
+    host and command) is not run again: a new row points at the earlier one.
+    """
     summary = RunSummary(run_id=run_id, session=session, facts=facts)
-    host = executor.host
     with sigterm_interrupts():
         for step in steps:
-            reporter.step_started(step, host.name)
+            placed = pool.place(step)
+            host_name = placed.host.name if not isinstance(placed, str) else "-"
+            reporter.step_started(step, host_name)
             try:
-                outcome = _run_one(step, session=session, run_id=run_id, facts=facts, executor=executor,
-                                   ledger=ledger, env=extra_env(step) if extra_env else {})
+                outcome = _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed,
+                                   ledger=ledger, reuse=reuse and not facts.dirty)
             except Interrupted as exc:
                 summary.interrupted = signal.Signals(exc.signum).name
                 ledger.finish_run(run_id, "interrupted")
                 raise
             summary.outcomes.append(outcome)
             reporter.step_finished(outcome)
-    ledger.finish_run(run_id, "ok" if summary.ok else "failed")
+    ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
     return summary
 
 
-def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, executor: Executor,
-             ledger: Ledger, env: dict[str, str]) -> StepOutcome:
-    host = executor.host
+def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
+             ledger: Ledger, reuse: bool) -> StepOutcome:
     row = dict(run_id=run_id, session=session, step=step.name, lane=step.lane, target=step.target,
-               host=host.name, board=host.board, driver=host.facts.driver, toolkit=host.facts.toolkit,
                commit=facts.commit, dirty=facts.dirty, command=step.display(), cwd=str(step.cwd),
                env=dict(step.env))
+    if step.skip or isinstance(placed, str):
+        verdict, reason = (Verdict.SKIP, step.skip) if step.skip else (Verdict.NOT_RUN, str(placed))
+        step_id = ledger.record_step(verdict=verdict, reason=reason, host="-", board=None, driver=None,
+                                     toolkit=None, **row)
+        return StepOutcome(step=step, step_id=step_id, host="-", verdict=verdict, reason=reason, duration=0.0)
 
-    decided = _decide_without_running(step, executor)
-    if decided is not None:
-        verdict, reason = decided
-        step_id = ledger.record_step(verdict=verdict, reason=reason, **row)
-        return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason, duration=0.0)
+    executor = placed
+    host = executor.host
+    row.update(host=host.name, board=host.board, driver=host.facts.driver, toolkit=host.facts.toolkit)
+    if reuse:
+        earlier = ledger.reusable_pass(commit=facts.commit, session=session, step=step.name, host=host.name,
+                                       command=step.display())
+        if earlier is not None:
+            step_id = ledger.reuse_step(run_id=run_id, original=earlier)
+            source = earlier.reused_from or earlier.id
+            return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=Verdict.PASS,
+                               reason=f"reused: passed as step #{source}", duration=0.0,
+                               log_path=ledger.resolve(earlier.log_path), reused_from=source)
 
+    env: dict[str, str] = {}
+    evidence_file = None
+    if step.evidence_env:
+        evidence_file = ledger.evidence_path(run_id, step.name)
+        env[step.evidence_env] = str(evidence_file)
     partial = ledger.partial_log_path(facts.commit, run_id, step.name)
     step_id = ledger.begin_step(log_path=partial, **row)
     scanner = StreamScanner() if step.scan_warnings else None
@@ -154,6 +201,15 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, e
     found = scanner.finish() if scanner is not None else []
     denied, allowed = partition(found, step.allow) if found else ([], [])
     verdict, reason = _judge(step, results, denied, "".join(captured))
+    if step.timing_only and verdict is Verdict.PASS:
+        reason = "timing only: ran to the end, the numbers are kept, not judged"
+    stored = None
+    if evidence_file is not None and evidence_file.exists() and evidence_file.stat().st_size > 0:
+        stored = ledger.home / ledger.store_evidence(evidence_file, step_id=step_id).path
+    elif step.evidence_required and verdict is Verdict.PASS:
+        verdict = Verdict.ERROR
+        reason = (f"expected evidence in ${step.evidence_env}, none came back "
+                  f"({'empty file' if evidence_file is not None and evidence_file.exists() else 'no file'})")
     warnings_json = [_warning_json(w) for w in denied] + [
         {**_warning_json(w), "allowed": rule.reason} for w, rule in allowed]
     last = results[-1] if results else None
@@ -162,16 +218,7 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, e
                        log_sha256=sha, tail=tail)
     return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
                        duration=duration, log_path=final, warnings=tuple(denied),
-                       allowed=tuple((w, r.reason) for w, r in allowed), tail=tail)
-
-
-def _decide_without_running(step: PlannedStep, executor: Executor) -> tuple[Verdict, str] | None:
-    if step.skip:
-        return Verdict.SKIP, step.skip
-    missing = executor.host.missing(step.requires)
-    if missing:
-        return Verdict.NOT_RUN, f"no host offers {', '.join(missing)}"
-    return None
+                       allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored)
 
 
 def _judge(step: PlannedStep, results: list[CommandResult], warnings: list[CompilerWarning],

@@ -7,33 +7,108 @@ from collections.abc import Sequence
 from typing import TextIO
 
 from .console import ConsoleReporter, render_summary
+from .errors import InputError
 from .executor import LocalExecutor
 from .gitfacts import read_git_facts
-from .hosts import Host, detect_local
+from .hosts import Host, HostFacts, detect_local
+from .lanes import lane_targets, load_lanes, plan_lane
 from .ledger import Ledger
-from .plan import plan_host_checks
-from .runner import RunSummary, run_steps
+from .manifests import CommandSpec
+from .options import RunOptions
+from .plan import PlannedStep, plan_host_checks
+from .reports import write_json_report, write_junit
+from .runner import HostPool, RunSummary, run_steps
+from .schema import display_path
+from .verdict import Verdict
 from .workspace import Workspace
 
-__all__ = ["local_host", "run_host_checks"]
+__all__ = ["host_pool", "run_plan", "census_step", "run_host_checks", "run_lane"]
 
 
-def local_host(ws: Workspace) -> Host:
-    spec = ws.local_host
-    return Host(spec=spec, facts=detect_local(spec))
+def host_pool(ws: Workspace) -> HostPool:
+    """Every declared host; local ones detect their facts and get a local executor."""
+    hosts, executors = [], {}
+    for spec in ws.hosts.values():
+        if spec.kind == "local":
+            host = Host(spec=spec, facts=detect_local(spec))
+            executors[host.name] = LocalExecutor(host)
+        else:
+            host = Host(spec=spec, facts=HostFacts(boards=spec.boards, driver=spec.driver, toolkit=spec.toolkit,
+                                                   capabilities=frozenset(spec.capabilities)))
+        hosts.append(host)
+    hosts.sort(key=lambda h: h.spec.kind != "local")  # prefer this machine when it offers what is needed
+    return HostPool(hosts, executors)
 
 
-def run_host_checks(ws: Workspace, *, argv: Sequence[str], session: str = "host",
-                    out: TextIO = sys.stdout) -> RunSummary:
-    """Warning-free release builds, tests, renders, ``git diff --check``: on the local host."""
+def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv: Sequence[str],
+             reuse: bool = False, out: TextIO = sys.stdout) -> RunSummary:
+    """Run planned steps as one ledger run and print the summary table."""
     facts = read_git_facts(ws.project.root)
-    steps = plan_host_checks(ws.builds, ws.project.root)
-    executor = LocalExecutor(local_host(ws))
+    pool = host_pool(ws)
     with Ledger.open(ws.home) as ledger:
         run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
                                   project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
                                   dirty=facts.dirty)
-        summary = run_steps(steps, session=session, run_id=run_id, facts=facts, executor=executor,
-                            ledger=ledger, reporter=ConsoleReporter(out))
+        summary = run_steps(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
+                            reporter=ConsoleReporter(out), reuse=reuse)
     render_summary(summary, out)
+    return summary
+
+
+def census_step(ws: Workspace) -> PlannedStep:
+    """The lane census as a host check: a real command, with its own log and exit status."""
+    argv = (sys.executable, "-m", "relgate.cli", "--workspace", str(ws.root), "--manifests", str(ws.manifests_dir),
+            "--hosts", str(ws.hosts_dir), "--home", str(ws.home), "census")
+    return PlannedStep(name="lane-census", commands=(CommandSpec(argv=argv),), cwd=ws.project.root, lane="host")
+
+
+def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
+                    session: str = "host", out: TextIO = sys.stdout) -> RunSummary:
+    """The lane census, warning-free release builds, host checks, host-lane targets, ``git diff --check``."""
+    lanes = load_lanes(ws.project, ws.manifests_dir)
+    first: list[PlannedStep] = []
+    extra: list[PlannedStep] = []
+    if lanes is not None:
+        first.append(census_step(ws))
+        extra = plan_lane(ws.project, lanes, "host", names=options.names)
+    steps = first + plan_host_checks(ws.builds, ws.project.root, extra=extra)
+    return _finish(run_plan(ws, steps, session=session, argv=argv, reuse=options.reuse, out=out), options, out)
+
+
+def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptions = RunOptions(),
+             out: TextIO = sys.stdout) -> RunSummary | None:
+    """One lane; None when a named lane was only listed (nothing named after --)."""
+    lanes = load_lanes(ws.project, ws.manifests_dir)
+    if lanes is None:
+        raise InputError(f"{display_path(ws.manifests_dir)}: the project declares no lanes "
+                         "(add lanes.toml here, or project.lanes pointing at the project's own file)")
+    pool = host_pool(ws)
+    steps = plan_lane(ws.project, lanes, lane, names=options.names, hosts=pool.hosts)
+    mode = lanes.lanes[lane].mode
+    if not options.names and mode in ("named", "per-board"):
+        print(f"{lane}: {lanes.lanes[lane].description}", file=out)
+        every = plan_lane(ws.project, lanes, lane, names=[t.name for t in lane_targets(lanes, lane) if t.name],
+                          hosts=pool.hosts)
+        for step in every:
+            print(f"  {step.name}: {step.display()}", file=out)
+        print(f"name the targets to run after --, e.g. nox -s {lane} -- {every[0].target if every else 'TARGET'}"
+              if every else f"{lane}: no targets in this lane", file=out)
+        return None
+    if not steps:
+        print(f"{lane}: no targets in this lane", file=out)
+    return _finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, out=out), options, out)
+
+
+def _finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:
+    not_run = summary.count(Verdict.NOT_RUN)
+    if not_run and options.require_all:
+        print(f"--require-all: {not_run} step(s) not run count as a failure", file=out)
+    elif not_run:
+        print(f"{not_run} step(s) not run (they do not fail this run; --require-all makes them)", file=out)
+    if options.report:
+        write_json_report(summary, options.report, require_all=options.require_all)
+        print(f"report: {display_path(options.report)}", file=out)
+    if options.junit:
+        write_junit(summary, options.junit, require_all=options.require_all)
+        print(f"junit: {display_path(options.junit)}", file=out)
     return summary

@@ -41,6 +41,7 @@ def test_argv_secrets_are_the_values_redact_argv_hides(argv: list[str], expected
 
 def test_shell_secrets_split_the_string_and_survive_bad_quoting() -> None:
     assert shell_secrets("curl --token abc123456 https://x") == ["abc123456"]
+    assert shell_secrets("tool --password abc123456; tool --token=xyz987654|cat") == ["abc123456", "xyz987654"]
     assert shell_secrets("echo 'unterminated") == []
 
 

@@ -1,0 +1,503 @@
+"""The table of malformed manifests: every problem is one line naming the file and the key.
+
+The pure parse functions are tested directly with a table of (file, TOML, message); a few
+representative cases also run end to end through ``relgate check`` and ``nox -s host``.
+"""
+
+from __future__ import annotations
+
+import sys
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import REPO, Project
+from relgate.errors import InputError, ManifestError
+from relgate.manifests import (
+    CommandSpec, parse_builds, parse_host, parse_project,
+)
+from relgate.schema import display_path, read_toml
+from relgate.workspace import LOCAL_HOST, Workspace
+
+PARSERS: dict[str, Callable[..., Any]] = {
+    "project.toml": parse_project, "builds.toml": parse_builds, "gpu.toml": parse_host,
+}
+
+PROJECT_OK = '[project]\nname = "p"\nroot = "."\nkind = "make"\nversion = "1.0.0"\n'
+RELEASE_OK = '[release.cpu]\nrun = "make cpu"\n'
+
+
+class Prefix(str):
+    """An expected message whose tail (a library's own wording) is not pinned."""
+
+
+def problems(tmp_path: Path, name: str, text: str | bytes) -> list[str]:
+    """Read and parse one file the way the workspace does; the one-line problems, or []."""
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text)
+    try:
+        PARSERS[name](read_toml(path), path=path)
+    except ManifestError as exc:
+        assert exc.lines() == exc.problems
+        return exc.problems
+    except InputError as exc:
+        return exc.lines()
+    return []
+
+
+def expected_line(tmp_path: Path, name: str, message: str) -> str:
+    """``file: key: what``, or ``file:LINE:COL: …`` for a TOML syntax error."""
+    shown = display_path(tmp_path / name)
+    message = message.replace("{dir}", str(tmp_path.resolve()))
+    return shown + message if message.startswith(":") else f"{shown}: {message}"
+
+
+def has_line(lines: list[str], wanted: str, prefix: bool) -> bool:
+    return any(line.startswith(wanted) if prefix else line == wanted for line in lines)
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    (tmp_path / "CHANGELOG.md").write_text("# Changelog\n")
+    (tmp_path / "a-file").write_text("")
+    return tmp_path
+
+
+# (id, file name, TOML text, the one-line message after "FILE: ")
+MALFORMED: list[tuple[str, str, str | bytes, str]] = [
+    # TOML itself
+    ("syntax-error", "builds.toml", '[release.cpu\nrun = "make"\n',
+     Prefix(":1:13: TOML syntax error: ")),
+    ("syntax-duplicate-key", "builds.toml", '[release.cpu]\nrun = "a"\nrun = "b"\n',
+     ":3:10: TOML syntax error: Cannot overwrite a value"),
+    ("syntax-at-end-of-file", "builds.toml", '[release.cpu]\nrun = "make',
+     ":2:12: TOML syntax error: Unterminated string (at end of file)"),
+    ("syntax-error-project", "project.toml", '[project]\nname = "p"\nversion = 1.0.0\n',
+     Prefix(":3:")),
+    ("not-utf8", "builds.toml", b"# caf\xe9\n", "not UTF-8 (byte 5)"),
+    # project.toml
+    ("project-wrong-type", "project.toml", PROJECT_OK.replace('name = "p"', "name = 3"),
+     "project.name: expected a string, got the number 3"),
+    ("project-empty-name", "project.toml", PROJECT_OK.replace('name = "p"', 'name = " "'),
+     "project.name: must not be empty"),
+    ("project-missing-required", "project.toml", PROJECT_OK.replace('version = "1.0.0"\n', ""),
+     "project.version: missing (required)"),
+    ("project-missing-table", "project.toml", "# nothing\n", "project: missing (required)"),
+    ("project-unknown-key", "project.toml", PROJECT_OK + 'verison = "2"\n',
+     'project.verison: unknown key — did you mean "version"?'),
+    ("project-unknown-table", "project.toml", PROJECT_OK + "[projcet.extra]\n",
+     'projcet: unknown key — did you mean "project"?'),
+    ("project-root-missing", "project.toml", PROJECT_OK.replace('root = "."', 'root = "nope"'),
+     "project.root: {dir}/nope does not exist"),
+    ("project-root-not-a-dir", "project.toml", PROJECT_OK.replace('root = "."', 'root = "a-file"'),
+     "project.root: {dir}/a-file is not a directory"),
+    ("project-bad-kind", "project.toml", PROJECT_OK.replace('kind = "make"', 'kind = "carg"'),
+     'project.kind: unknown value "carg" — did you mean "cargo"? (one of "make", "cargo", "python")'),
+    ("project-bad-evidence-env", "project.toml", PROJECT_OK + 'evidence_env = "MY-EVIDENCE"\n',
+     'project.evidence_env: "MY-EVIDENCE" is not an environment variable name'),
+    ("project-missing-changelog", "project.toml", PROJECT_OK + 'changelog = "NEWS.md"\n',
+     "project.changelog: {dir}/NEWS.md does not exist"),
+    # builds.toml: structure
+    ("unknown-key", "builds.toml", '[release.x]\nrn = "make"\n',
+     'release.x.rn: unknown key — did you mean "run"?'),
+    ("unknown-key-missing-run", "builds.toml", '[release.x]\nrn = "make"\n', "release.x.run: missing (required)"),
+    ("unknown-top-level-table", "builds.toml", '[releases.x]\nrun = "make"\n',
+     'releases: unknown key — did you mean "release"?'),
+    ("unknown-top-level-no-guess", "builds.toml", '[lanes]\nx = "gate"\n', "lanes: unknown key"),
+    ("release-not-a-table", "builds.toml", "[release]\ncpu = 3\n", "release.cpu: expected a table, got the number 3"),
+    ("check-not-an-array", "builds.toml", 'check = "x"\n', 'check: expected an array, got the string "x"'),
+    # commands
+    ("shell-syntax-in-argv-string", "builds.toml", '[release.x]\nrun = "make && make install"\n',
+     "release.x.run: uses shell syntax; set shell = true or give an argv array"),
+    ("shell-syntax-in-check", "builds.toml", '[[check]]\nname = "t"\nrun = "make test | tee log"\n',
+     "check[0].run: uses shell syntax; set shell = true or give an argv array"),
+    ("unbalanced-quote", "builds.toml", "[release.x]\nrun = \"make 'cpu\"\n",
+     "release.x.run: cannot split into arguments: No closing quotation"),
+    ("empty-command", "builds.toml", '[release.x]\nrun = "  "\n', "release.x.run: must not be empty"),
+    ("argv-not-strings", "builds.toml", '[release.x]\nrun = ["make", 3]\n',
+     "release.x.run: expected a non-empty array of strings"),
+    ("shell-needs-a-string", "builds.toml", '[release.x]\nshell = true\nrun = ["make", "cpu"]\n',
+     "release.x.run: shell = true needs the command as one string"),
+    # options
+    ("negative-timeout", "builds.toml", RELEASE_OK + "timeout = -5\n",
+     "release.cpu.timeout: must be a positive number of seconds"),
+    ("zero-timeout", "builds.toml", RELEASE_OK + "timeout = 0\n",
+     "release.cpu.timeout: must be a positive number of seconds"),
+    ("timeout-wrong-type", "builds.toml", RELEASE_OK + 'timeout = "10"\n',
+     'release.cpu.timeout: expected an integer or a number, got the string "10"'),
+    ("bad-warnings-policy", "builds.toml", RELEASE_OK + 'warnings = "dny"\n',
+     'release.cpu.warnings: unknown value "dny" — did you mean "deny"? (one of "deny", "ignore")'),
+    ("bad-env-name", "builds.toml", RELEASE_OK + 'env = { "1ABC" = "x" }\n',
+     'release.cpu.env: "1ABC" is not an environment variable name'),
+    ("env-value-not-string", "builds.toml", RELEASE_OK + "env = { JOBS = 8 }\n",
+     "release.cpu.env.JOBS: expected a string, got the number 8"),
+    ("requires-not-strings", "builds.toml", RELEASE_OK + 'requires = ["nvcc", 9]\n',
+     "release.cpu.requires[1]: expected a string, got the number 9"),
+    ("allow-without-reason", "builds.toml", RELEASE_OK + '[[release.cpu.allow]]\npattern = "Wunused"\n',
+     "release.cpu.allow[0].reason: missing (required)"),
+    ("allow-empty-reason", "builds.toml", RELEASE_OK + '[[release.cpu.allow]]\npattern = "W"\nreason = " "\n',
+     "release.cpu.allow[0].reason: required; say why this warning is acceptable"),
+    ("allow-bad-regex", "builds.toml", RELEASE_OK + '[[release.cpu.allow]]\npattern = "(unused"\nreason = "r"\n',
+     Prefix("release.cpu.allow[0].pattern: bad regex '(unused': ")),
+    ("allow-empty-pattern", "builds.toml", RELEASE_OK + '[[release.cpu.allow]]\npattern = ""\nreason = "r"\n',
+     "release.cpu.allow[0].pattern: empty; it would allow every warning"),
+    ("allow-unknown-key", "builds.toml",
+     RELEASE_OK + '[[release.cpu.allow]]\npattern = "W"\nreason = "r"\nreasn = "r"\n',
+     'release.cpu.allow[0].reasn: unknown key — did you mean "reason"?'),
+    # checks
+    ("check-two-kinds", "builds.toml", RELEASE_OK + '[[check]]\nname = "c"\nrun = "make"\nrelease = "cpu"\n',
+     "check[0]: needs exactly one of run, release, matrix, builtin (has run, release)"),
+    ("check-no-kind", "builds.toml", '[[check]]\nname = "c"\n',
+     "check[0]: needs exactly one of run, release, matrix, builtin"),
+    ("check-missing-name", "builds.toml", '[[check]]\nrun = "make"\n', "check[0].name: missing (required)"),
+    ("check-unknown-release", "builds.toml", RELEASE_OK + '[[check]]\nname = "c"\nrelease = "cp"\n',
+     'check[0].release: no release target "cp" — did you mean "cpu"?'),
+    ("check-unknown-matrix", "builds.toml", '[[check]]\nname = "c"\nmatrix = "feature"\n',
+     'check[0].matrix: no matrix "feature"'),
+    ("check-bad-builtin", "builds.toml", '[[check]]\nname = "c"\nbuiltin = "git-diff-chek"\n',
+     'check[0].builtin: unknown value "git-diff-chek" — did you mean "git-diff-check"? (one of "git-diff-check")'),
+    ("check-bad-expect-output", "builds.toml", '[[check]]\nname = "c"\nrun = "x"\nexpect_output = "[a"\n',
+     Prefix("check[0].expect_output: bad regular expression: ")),
+    ("check-option-on-release-check", "builds.toml",
+     RELEASE_OK + '[[check]]\nname = "c"\nrelease = "cpu"\ntimeout = 5\n',
+     "check[0].timeout: set it on the release target or matrix this check runs"),
+    ("duplicate-check-names", "builds.toml", '[[check]]\nname = "t"\nrun = "a"\n[[check]]\nname = "t"\nrun = "b"\n',
+     'check[1].name: duplicate check name "t"'),
+    ("empty-skip-reason", "builds.toml", '[[check]]\nname = "t"\nrun = "a"\nskip = ""\n',
+     "check[0].skip: needs a reason (a non-empty string)"),
+    # matrices
+    ("matrix-without-placeholder", "builds.toml", '[matrix.feat]\nrun = "cargo build"\nfeatures = [""]\n',
+     'matrix.feat.run: needs a "{features}" placeholder'),
+    ("matrix-no-features", "builds.toml", '[matrix.feat]\nrun = "cargo build -F {features}"\nfeatures = []\n',
+     "matrix.feat.features: must list at least one feature set"),
+    ("matrix-missing-features", "builds.toml", '[matrix.feat]\nrun = "cargo build -F {features}"\n',
+     "matrix.feat.features: missing (required)"),
+    # hosts/*.toml
+    ("host-bad-kind", "gpu.toml", '[host]\nname = "gpu"\nkind = "sshh"\naddress = "10.0.0.2"\n',
+     'host.kind: unknown value "sshh" — did you mean "ssh"? (one of "local", "ssh")'),
+    ("host-ssh-without-address", "gpu.toml", '[host]\nname = "gpu"\nkind = "ssh"\n',
+     "host.address: an ssh host needs an address"),
+    ("host-ssh-empty-address", "gpu.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = ""\n',
+     "host.address: an ssh host needs an address"),
+    ("host-bad-port", "gpu.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = "h"\nport = 70000\n',
+     "host.port: 70000 is not a TCP port"),
+    ("host-port-zero", "gpu.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = "h"\nport = 0\n',
+     "host.port: 0 is not a TCP port"),
+    ("host-port-wrong-type", "gpu.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = "h"\nport = "22"\n',
+     'host.port: expected an integer, got the string "22"'),
+    ("host-unknown-key", "gpu.toml", '[host]\nname = "gpu"\nkind = "ssh"\nadress = "h"\naddress = "h"\n',
+     'host.adress: unknown key — did you mean "address"?'),
+    ("host-boards-not-strings", "gpu.toml", '[host]\nname = "gpu"\nboards = ["H200", 1]\n',
+     "host.boards[1]: expected a string, got the number 1"),
+    ("host-missing-table", "gpu.toml", 'name = "gpu"\n', "host: missing (required)"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [m[1:] for m in MALFORMED], ids=[m[0] for m in MALFORMED])
+def test_malformed_manifest(folder: Path, name: str, text: str | bytes, message: str) -> None:
+    lines = problems(folder, name, text)
+    wanted = expected_line(folder, name, message)
+    assert has_line(lines, wanted, isinstance(message, Prefix)), f"wanted {wanted!r} in {lines!r}"
+    for line in lines:  # every problem: one line, naming the file
+        assert "\n" not in line
+        assert line.startswith(display_path(folder / name) + ":")
+
+
+# One problem must not come back as several: (id, file, TOML, exactly these messages).
+NO_CASCADE: list[tuple[str, str, str, list[str]]] = [
+    ("wrong-type-is-not-also-empty", "project.toml", PROJECT_OK.replace('name = "p"', "name = 3"),
+     ["project.name: expected a string, got the number 3"]),
+    ("project-not-a-table", "project.toml", "project = 3\n", ["project: expected a table, got the number 3"]),
+    ("project-table-missing", "project.toml", "[projct]\n",
+     ['projct: unknown key — did you mean "project"?', "project: missing (required)"]),
+    ("allow-entry-not-a-table", "builds.toml", RELEASE_OK + "allow = [3]\n",
+     ["release.cpu.allow[0]: expected a table, got the number 3"]),
+    ("check-entry-not-a-table", "builds.toml", 'check = [3, { name = "a", run = "x" }]\n',
+     ["check[0]: expected a table, got the number 3"]),
+    ("nameless-checks-are-not-duplicates", "builds.toml", '[[check]]\nrun = "a"\n[[check]]\nrun = "b"\n',
+     ["check[0].name: missing (required)", "check[1].name: missing (required)"]),
+    ("broken-release-is-not-also-unknown", "builds.toml", '[release.cpu]\nrn = "make"\n[[check]]\nname = "c"\n'
+     'release = "cpu"\n',
+     ['release.cpu.rn: unknown key — did you mean "run"?', "release.cpu.run: missing (required)"]),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "messages"), [m[1:] for m in NO_CASCADE], ids=[m[0] for m in NO_CASCADE])
+def test_one_problem_is_reported_once(folder: Path, name: str, text: str, messages: list[str]) -> None:
+    assert problems(folder, name, text) == [expected_line(folder, name, m) for m in messages]
+
+
+def test_every_problem_in_a_file_is_reported_in_order(folder: Path) -> None:
+    text = (
+        '[release.cpu]\nrun = "make cpu"\ntimeout = -1\n'
+        '[matrix.feat]\nrun = "cargo build"\nfeatures = ["a"]\n'
+        '[[check]]\nname = "c"\nrelease = "missing"\n'
+        '[[check]]\nname = "c"\nrun = "x"\nskip = ""\n'
+    )
+    assert problems(folder, "builds.toml", text) == [expected_line(folder, "builds.toml", m) for m in (
+        "release.cpu.timeout: must be a positive number of seconds",
+        'matrix.feat.run: needs a "{features}" placeholder',
+        'check[0].release: no release target "missing"',
+        'check[1].name: duplicate check name "c"',
+        "check[1].skip: needs a reason (a non-empty string)",
+    )]
+
+
+def test_a_missing_file_says_so(tmp_path: Path) -> None:
+    with pytest.raises(InputError) as info:
+        read_toml(tmp_path / "builds.toml")
+    assert str(info.value) == f"{display_path(tmp_path / 'builds.toml')}: no such file"
+    assert info.value.exit_code == 2
+
+
+def test_display_path_is_relative_below_the_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "m").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert display_path(tmp_path / "m" / "builds.toml") == "m/builds.toml"
+    assert display_path(Path("/elsewhere/builds.toml")) == "/elsewhere/builds.toml"
+
+
+# --- what a valid manifest gives ------------------------------------------------------------
+
+
+def test_the_bundled_manifests_and_host_load() -> None:
+    ws = Workspace.load(REPO, environ={})
+    assert ws.project.name == "tinyinfer" and ws.project.kind == "make"
+    assert ws.project.root == (REPO / "examples" / "tinyinfer").resolve()
+    assert ws.project.evidence_env == "TINYINFER_EVIDENCE"
+    names = [c.name for c in ws.builds.checks]
+    assert {"release-cpu", "unit-tests", "git-diff-check"} <= set(names) and len(names) == len(set(names))
+    assert ws.builds.releases["cpu"].run == CommandSpec(argv=("make", "cpu"))
+    assert ws.local_host.name == "local"
+
+
+def test_a_valid_builds_file(folder: Path) -> None:
+    path = folder / "builds.toml"
+    path.write_text(
+        '[release.cpu]\nclean = ["make", "clean"]\nrun = "make cpu"\ntimeout = 90\nenv = { CFLAGS = "-O2" }\n'
+        '[[release.cpu.allow]]\npattern = "Wdeprecated"\nreason = "vendored header"\n'
+        '[matrix.feat]\nrun = "cargo build -F {features}"\nfeatures = ["", "cuda"]\nplus = ["half"]\n'
+        '[[check]]\nname = "m"\nmatrix = "feat"\n'
+        '[[check]]\nname = "sh"\nrun = "make test | tee log"\nshell = true\nskip = "flaky on CI"\n'
+    )
+    spec = parse_builds(read_toml(path), path=path)
+    cpu = spec.releases["cpu"]
+    assert cpu.clean == CommandSpec(argv=("make", "clean"))
+    assert cpu.options.timeout == 90.0 and cpu.options.env == {"CFLAGS": "-O2"}
+    assert [(r.pattern, r.reason) for r in cpu.options.allow] == [("Wdeprecated", "vendored header")]
+    assert cpu.options.warnings == "deny"
+    assert [feats for feats, _ in spec.matrices["feat"].expand()] == ["", "half", "cuda", "cuda,half"]
+    assert spec.matrices["feat"].expand()[3][1] == CommandSpec(argv=("cargo", "build", "-F", "cuda,half"))
+    sh = spec.checks[1]
+    assert sh.run == CommandSpec(shell="make test | tee log")
+    assert sh.options.skip == "flaky on CI" and sh.options.warnings == "ignore"
+
+
+def test_an_ssh_host(tmp_path: Path) -> None:
+    path = tmp_path / "gpu.toml"
+    path.write_text('[host]\nname = "h200"\nkind = "ssh"\naddress = "10.0.0.7"\nport = 2222\n'
+                    'boards = ["NVIDIA H200"]\ncapabilities = ["cuda", "sm90"]\nexclusive = true\n')
+    spec = parse_host(read_toml(path), path=path)
+    assert (spec.name, spec.kind, spec.address, spec.port) == ("h200", "ssh", "10.0.0.7", 2222)
+    assert spec.capabilities == ("cuda", "sm90") and spec.exclusive and not spec.detect
+
+
+# --- the workspace: folders, several files ---------------------------------------------------
+
+
+def write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def layout(folder: Path) -> tuple[Path, Path, Path]:
+    """An empty workspace folder, and manifest and host folders elsewhere."""
+    ws = folder / "ws"
+    ws.mkdir()
+    write(folder / "m" / "project.toml", PROJECT_OK.replace('root = "."', 'root = ".."'))
+    write(folder / "m" / "builds.toml", RELEASE_OK)
+    write(folder / "h" / "local.toml", '[host]\nname = "local"\nkind = "local"\n')
+    return ws, folder / "m", folder / "h"
+
+
+def test_env_vars_select_the_manifest_and_host_folders(layout: tuple[Path, Path, Path]) -> None:
+    ws_dir, mdir, hdir = layout
+    write(hdir / "gpu1.toml", '[host]\nname = "gpu1"\nkind = "ssh"\naddress = "10.0.0.2"\n')
+    ws = Workspace.load(ws_dir, environ={"RELGATE_MANIFESTS": str(mdir), "RELGATE_HOSTS": str(hdir)})
+    assert ws.manifests_dir == mdir.resolve() and ws.hosts_dir == hdir.resolve()
+    assert ws.project.name == "p" and list(ws.builds.releases) == ["cpu"]
+    assert sorted(ws.hosts) == ["gpu1", "local"]
+
+
+def test_arguments_win_over_env_vars(layout: tuple[Path, Path, Path], folder: Path) -> None:
+    ws_dir, mdir, hdir = layout
+    with pytest.raises(InputError, match="no such manifest folder"):
+        Workspace.load(ws_dir, environ={"RELGATE_MANIFESTS": str(folder / "nope"), "RELGATE_HOSTS": str(hdir)})
+    ws = Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={"RELGATE_MANIFESTS": str(folder / "nope"),
+                                                                     "RELGATE_HOSTS": str(folder / "nope")})
+    assert ws.project.name == "p"
+
+
+def test_without_a_local_host_file_the_builtin_one_is_added(layout: tuple[Path, Path, Path]) -> None:
+    ws_dir, mdir, hdir = layout
+    (hdir / "local.toml").unlink()
+    ws = Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    assert ws.hosts == {"local": LOCAL_HOST}
+
+
+def test_builds_toml_is_optional(layout: tuple[Path, Path, Path]) -> None:
+    ws_dir, mdir, hdir = layout
+    (mdir / "builds.toml").unlink()
+    ws = Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    assert ws.builds.checks == () and dict(ws.builds.releases) == {}
+
+
+@pytest.mark.parametrize("which", ["manifest", "host"])
+def test_a_missing_folder_says_so(layout: tuple[Path, Path, Path], folder: Path, which: str) -> None:
+    ws_dir, mdir, hdir = layout
+    missing = folder / "missing"
+    kwargs = {"manifests": missing, "hosts": hdir} if which == "manifest" else {"manifests": mdir, "hosts": missing}
+    with pytest.raises(InputError) as info:
+        Workspace.load(ws_dir, environ={}, **kwargs)
+    assert info.value.lines() == [f"{display_path(missing)}: no such {which} folder"]
+    assert info.value.exit_code == 2
+
+
+def test_a_missing_project_file_says_so(layout: tuple[Path, Path, Path]) -> None:
+    ws_dir, mdir, hdir = layout
+    (mdir / "project.toml").unlink()
+    with pytest.raises(ManifestError) as info:
+        Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    assert info.value.lines() == [f"{display_path(mdir / 'project.toml')}: no such file"]
+
+
+def test_duplicate_host_names_across_files(layout: tuple[Path, Path, Path]) -> None:
+    ws_dir, mdir, hdir = layout
+    write(hdir / "a.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = "10.0.0.1"\n')
+    write(hdir / "b.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = "10.0.0.2"\n')
+    with pytest.raises(ManifestError) as info:
+        Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    assert info.value.lines() == [
+        f'{display_path(hdir / "b.toml")}: host.name: duplicate host "gpu" (also in {display_path(hdir / "a.toml")})'
+    ]
+
+
+def test_problems_in_every_file_are_reported_together(layout: tuple[Path, Path, Path]) -> None:
+    ws_dir, mdir, hdir = layout
+    write(mdir / "project.toml", PROJECT_OK.replace('kind = "make"', 'kind = "carg"').replace('"."', '".."'))
+    write(mdir / "builds.toml", "[release.cpu\n")
+    write(hdir / "gpu.toml", '[host]\nkind = "ssh"\n')
+    with pytest.raises(ManifestError) as info:
+        Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    lines = info.value.lines()
+    assert len(lines) == 3
+    assert lines[0].startswith(display_path(mdir / "project.toml") + ": project.kind: ")
+    assert lines[1].startswith(display_path(mdir / "builds.toml") + ":1:13: TOML syntax error")
+    assert lines[2] == f"{display_path(hdir / 'gpu.toml')}: host.address: an ssh host needs an address"
+
+
+# --- end to end: relgate check, nox -s host ---------------------------------------------------
+
+# (id, file under the fixture's manifests/ or hosts/ folder, text to write, expected lines as
+# (file name, what the line says after it))
+END_TO_END = [
+    ("syntax-error", "manifests/builds.toml", '[release.cpu\nrun = "make cpu"\n',
+     [("builds.toml", ":1:13: TOML syntax error: ")]),
+    ("unknown-key", "manifests/builds.toml", '[release.cpu]\nrn = "make cpu"\n[[check]]\nname = "c"\nrelease = "cpu"\n',
+     [("builds.toml", ': release.cpu.rn: unknown key — did you mean "run"?'),
+      ("builds.toml", ": release.cpu.run: missing (required)")]),
+    ("missing-root", "manifests/project.toml",
+     '[project]\nname = "t"\nroot = "no-such-dir"\nkind = "make"\nversion = "1"\n',
+     [("project.toml", ": project.root: ")]),
+    ("bad-host", "hosts/gpu.toml", '[host]\nname = "gpu"\nkind = "ssh"\nport = 99999\n',
+     [("gpu.toml", ": host.address: an ssh host needs an address"),
+      ("gpu.toml", ": host.port: 99999 is not a TCP port")]),
+]
+
+
+def plant(project: Project, relpath: str, text: str) -> Path:
+    base = project.manifests if relpath.startswith("manifests/") else project.hosts
+    return write(base / relpath.split("/", 1)[1], text)
+
+
+def assert_one_line_per_problem(stderr: str, expected: list[tuple[str, str]]) -> None:
+    lines = stderr.splitlines()
+    assert len(lines) == len(expected), stderr
+    for line, (fname, says) in zip(lines, expected):
+        assert line.startswith("relgate: "), line
+        assert f"{fname}{says}" in line, (line, fname, says)
+
+
+@pytest.mark.parametrize(("relpath", "text", "expected"), [e[1:] for e in END_TO_END], ids=[e[0] for e in END_TO_END])
+def test_relgate_check_reports_malformed_manifests(tinyinfer: Project, relpath: str, text: str,
+                                                   expected: list[tuple[str, str]]) -> None:
+    plant(tinyinfer, relpath, text)
+    done = tinyinfer.relgate("check", timeout=120)
+    assert done.returncode == 2, done
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    assert_one_line_per_problem(done.stderr, expected)
+    if relpath.endswith("project.toml"):
+        assert "no-such-dir does not exist" in done.stderr
+
+
+def test_relgate_check_with_valid_manifests_lists_what_would_run(tinyinfer: Project) -> None:
+    write(tinyinfer.hosts / "gpu1.toml", '[host]\nname = "gpu1"\nkind = "ssh"\naddress = "10.0.0.2"\n')
+    done = tinyinfer.relgate("check", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""
+    assert "project tinyinfer 0.3.0 (make)" in done.stdout
+    assert "hosts: gpu1, local" in done.stdout  # RELGATE_HOSTS picked the fixture's folder
+    assert any("release-cpu" in line and "make cpu" in line for line in done.stdout.splitlines())
+
+
+def test_manifests_argument_wins_over_the_env_var(tinyinfer: Project, tmp_path: Path) -> None:
+    other = tmp_path / "other"
+    write(other / "project.toml", (tinyinfer.manifests / "project.toml").read_text().replace(
+        'name = "tinyinfer"', 'name = "other-project"'))
+    plant(tinyinfer, "manifests/builds.toml", "[broken\n")  # the env var's folder is broken
+    done = tinyinfer.relgate("--manifests", str(other), "check", timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "project other-project 0.3.0" in done.stdout
+
+
+def test_relgate_check_with_a_missing_manifest_folder(tinyinfer: Project, tmp_path: Path) -> None:
+    missing = tmp_path / "nowhere"
+    done = tinyinfer.relgate("--manifests", str(missing), "check", timeout=120)
+    assert done.returncode == 2
+    assert done.stderr == f"relgate: {missing}: no such manifest folder\n"
+
+
+def test_nox_host_with_a_malformed_manifest_exits_2_without_a_traceback(tinyinfer: Project) -> None:
+    plant(tinyinfer, "manifests/builds.toml", '[release.cpu]\nrn = "make cpu"\n')
+    plant(tinyinfer, "hosts/gpu.toml", '[host]\nname = "gpu"\nkind = "ssh"\n')
+    done = tinyinfer.nox("host", timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "Traceback" not in output
+    relgate_lines = [line for line in output.splitlines() if line.startswith("relgate: ")]
+    assert_one_line_per_problem("\n".join(relgate_lines), [
+        ("builds.toml", ': release.cpu.rn: unknown key — did you mean "run"?'),
+        ("builds.toml", ": release.cpu.run: missing (required)"),
+        ("gpu.toml", ": host.address: an ssh host needs an address"),
+    ])
+    assert not tinyinfer.home.exists() or not any(tinyinfer.home.rglob("*.log"))  # nothing ran
+
+
+def test_relgate_cli_module_runs_from_elsewhere(tinyinfer: Project, tmp_path: Path) -> None:
+    """``python -m relgate.cli --manifests DIR --hosts DIR`` from an unrelated cwd."""
+    plant(tinyinfer, "manifests/builds.toml", '[release.cpu]\nrun = "make cpu"\ntimeout = -1\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "relgate.cli", "--manifests", str(tinyinfer.manifests), "--hosts",
+         str(tinyinfer.hosts), "check"], cwd=tmp_path, capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr == "relgate: manifests/builds.toml: release.cpu.timeout: must be a positive number of seconds\n"
