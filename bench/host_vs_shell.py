@@ -8,8 +8,14 @@ Both sides run the same commands on the same fresh copy of examples/tinyinfer:
   start, nox, workspace load, host detection, git facts, the ledger, the steps themselves);
 * the alternative is a generated ``set -e`` bash script that runs the host checks' commands
   in order, each in its step's folder, all output appended to a log file. The commands come
-  from relgate's own planner (``plan_host_checks``); a step relgate would not run (``skip``,
-  or a ``requires`` this host does not offer, e.g. no nvcc) is left out of the script too.
+  from relgate's own planner, planned as ``stages.run_host_checks`` plans them
+  (``plan_host_checks``, plus the host lane's targets when the project keeps lanes); a step
+  relgate would not run (``skip``, or a ``requires`` no host offers, e.g. no nvcc) is left
+  out of the script too. relgate's own bookkeeping steps (the lane census, a relgate process)
+  have no counterpart in a person's script: they count on relgate's side only.
+
+After the first nox run the script checks the ledger: the steps nox recorded, and which of
+them ran, must be exactly the ones planned here, or the comparison is void (exit 1).
 
 Runs alternate (shell, nox, shell, nox, ...) so caches warm both sides alike; warm-up rounds
 run first and are not counted. The result is the ratio of the medians, nox / shell, against
@@ -21,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shlex
 import shutil
 import statistics
@@ -28,13 +35,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from relgate import stages  # noqa: E402
+from relgate.ledger import Ledger  # noqa: E402
 from relgate.plan import PlannedStep, plan_host_checks  # noqa: E402
-from relgate.stages import local_host  # noqa: E402
 from relgate.workspace import Workspace  # noqa: E402
 
 EXAMPLE = "tinyinfer"
@@ -70,23 +79,63 @@ def make_project(tmp: Path) -> dict[str, str]:
             "RELGATE_HOME": str(tmp / "home"), "NO_COLOR": "1"}
 
 
-def plan(env: dict[str, str]) -> tuple[list[PlannedStep], list[tuple[PlannedStep, str]]]:
-    """The steps relgate would run here, and the ones it would not (with why)."""
+@dataclass
+class Plan:
+    own: list[PlannedStep]  # relgate's bookkeeping steps (nox side only)
+    run: list[PlannedStep]  # the project's commands relgate runs here (both sides)
+    left_out: list[tuple[PlannedStep, str]]  # planned, but relgate would not run them here (neither side)
+    order: list[tuple[str, bool]]  # every step's name in nox's order, and whether it runs
+
+
+def plan(env: dict[str, str]) -> Plan:
+    """The host session's steps, planned the way ``stages.run_host_checks`` plans them."""
     ws = Workspace.load(REPO, environ=env)
-    host = local_host(ws)
-    run, left_out = [], []
-    for step in plan_host_checks(ws.builds, ws.project.root):
-        missing = host.missing(step.requires)
-        if step.skip:
-            left_out.append((step, f"skip: {step.skip}"))
-        elif missing:
-            left_out.append((step, f"not run: no host offers {', '.join(missing)}"))
+    own: list[PlannedStep] = []
+    extra: list[PlannedStep] = []
+    lanes = None
+    if hasattr(stages, "census_step"):  # lanes: census first, host-lane targets before git diff --check
+        from relgate.lanes import load_lanes, plan_lane
+        lanes = load_lanes(ws.project, ws.manifests_dir)
+    if lanes is not None:
+        own.append(stages.census_step(ws))
+        extra = plan_lane(ws.project, lanes, "host", names=())
+        steps = plan_host_checks(ws.builds, ws.project.root, extra=extra)
+    else:
+        steps = plan_host_checks(ws.builds, ws.project.root)
+    if hasattr(stages, "host_pool"):
+        pool = stages.host_pool(ws)
+        def why_not(step: PlannedStep) -> str | None:
+            placed = pool.place(step)
+            return f"not run: {placed}" if isinstance(placed, str) else None
+    else:  # one local host
+        host = stages.local_host(ws)
+        def why_not(step: PlannedStep) -> str | None:
+            missing = host.missing(step.requires)
+            return f"not run: no host offers {', '.join(missing)}" if missing else None
+    result = Plan(own=own, run=[], left_out=[], order=[(s.name, True) for s in own])
+    for step in steps:
+        why = f"skip: {step.skip}" if step.skip else why_not(step)
+        if why:
+            result.left_out.append((step, why))
         else:
-            run.append(step)
-    return run, left_out
+            result.run.append(step)
+        result.order.append((step.name, not why))
+    return result
 
 
-def shell_script(steps: list[PlannedStep], log: Path) -> str:
+def check_ledger(env: dict[str, str], planned: Plan) -> str | None:
+    """Compare the latest run in the ledger with the plan; a difference voids the comparison."""
+    with Ledger.open(Path(env["RELGATE_HOME"])) as ledger:
+        runs = ledger.runs()
+        rows = ledger.steps(run_id=runs[-1].id) if runs else []
+    recorded = [(r.step, str(r.verdict) not in ("skip", "not-run")) for r in rows]
+    if recorded != planned.order:
+        return (f"nox recorded (step, ran) {recorded}, the plan here is {planned.order}: "
+                "this script no longer plans what `nox -s host` runs")
+    return None
+
+
+def shell_script(steps: list[PlannedStep], log: Path, evidence: Path) -> str:
     """A person's script: the same commands in order, stop at the first failure, keep a log."""
     q = shlex.quote
     lines = ["#!/usr/bin/env bash",
@@ -101,18 +150,29 @@ def shell_script(steps: list[PlannedStep], log: Path) -> str:
                 body.append(f"/bin/sh -c {q(command.shell)}")
             else:
                 body.append(command.display())
-        if step.env:  # a subshell keeps the step's variables to the step
-            exports = " ".join(f"{k}={q(v)}" for k, v in step.env.items())
-            lines.append(f"(export {exports}; set -e; {'; '.join(body)})")
+        env = dict(step.env)
+        evidence_env = getattr(step, "evidence_env", None)
+        if evidence_env:  # the project's tests append evidence here, as under relgate
+            cells = evidence / f"{step.name}.cells"
+            body.insert(0, f"rm -f {q(str(cells))}")
+            env[evidence_env] = str(cells)
+        if env:  # a subshell keeps the step's variables to the step
+            exports = " ".join(f"{k}={q(v)}" for k, v in env.items())
+            lines.append(f"(export {exports}; {'; '.join(body)})")
         else:
             lines.extend(body)
     return "\n".join(lines) + "\n"
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, subprocess.CompletedProcess[str]]:
+def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Wall clock of the whole process, and the CPU time (user + sys) of it and its children."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     t0 = time.perf_counter()
     done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    return time.perf_counter() - t0, done
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done
 
 
 def failed(label: str, done: subprocess.CompletedProcess[str], log: Path | None = None) -> int:
@@ -142,29 +202,41 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="relgate-bench-") as tmpdir:
         tmp = Path(tmpdir)
         env = make_project(tmp)
-        steps, left_out = plan(env)
+        planned = plan(env)
         log = tmp / "shell.log"
         script = tmp / "host.sh"
-        script.write_text(shell_script(steps, log))
+        (tmp / "evidence").mkdir()
+        script.write_text(shell_script(planned.run, log, tmp / "evidence"))
         shell_argv = ["bash", str(script)]
 
         print(f"relgate: {shlex.join(nox_argv)}" + (f"   ({nox_cmd[0]} -> {resolved})" if resolved else ""))
         print(f"shell:   {shlex.join(shell_argv)}   (output to {log.name})")
-        print(f"steps:   {', '.join(s.name for s in steps)}")
-        for step, why in left_out:
+        print(f"steps:   {', '.join(s.name for s in planned.run)}")
+        for step in planned.own:
+            print(f"         nox side only: {step.name} (relgate's own step, not a project command)")
+        for step, why in planned.left_out:
             print(f"         left out of both: {step.name} ({why})")
         print()
 
         sides = (("shell", shell_argv), ("nox", nox_argv))
         times: dict[str, list[float]] = {"shell": [], "nox": []}
+        cpu: dict[str, list[float]] = {"shell": [], "nox": []}
+        checked = False
         for rnd in range(-args.warmup + 1, args.rounds + 1):
             row = []
             for label, cmd in sides:
-                seconds, done = timed(cmd, env)
+                seconds, cpu_s, done = timed(cmd, env)
                 if done.returncode != 0:
                     return failed(f"{label} run (round {rnd})", done, log if label == "shell" else None)
+                if label == "nox" and not checked:
+                    checked = True
+                    problem = check_ledger(env, planned)
+                    if problem:
+                        print(f"\nledger check failed: {problem}", file=sys.stderr)
+                        return 1
                 if rnd >= 1:
                     times[label].append(seconds)
+                    cpu[label].append(cpu_s)
                 row.append(f"{label} {seconds:6.3f} s")
             tag = f"round {rnd}" if rnd >= 1 else "warm-up"
             print(f"{tag:>8}:  " + "   ".join(row) + ("" if rnd >= 1 else "   (not counted)"))
@@ -175,6 +247,9 @@ def main(argv: list[str] | None = None) -> int:
     print()
     print(f"median:   shell {shell_med:6.3f} s   nox {nox_med:6.3f} s   "
           f"(relgate adds {nox_med - shell_med:+.3f} s)")
+    shell_cpu, nox_cpu = statistics.median(cpu["shell"]), statistics.median(cpu["nox"])
+    print(f"cpu time (user+sys of the process tree, for reference; a busy machine moves it less): "
+          f"shell {shell_cpu:.3f} s   nox {nox_cpu:.3f} s   ratio {nox_cpu / shell_cpu:.3f}")
     print(f"ratio nox/shell: {ratio:.3f}   goal <= {GOAL:.2f}   {'PASS' if ratio <= GOAL else 'MISS'}")
     return 0
 

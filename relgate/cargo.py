@@ -144,7 +144,8 @@ def _default_path(root: Path, kind: str, name: str, package_name: str | None) ->
 
 
 def _infer(root: Path, directory: str, kind: str, package_name: str | None) -> list[tuple[str, str]]:
-    """(name, path) of every target cargo would find by itself, sorted by path."""
+    """(name, path) of every target cargo would find by itself: ``src/main.rs`` first,
+    then the directory's entries sorted by path."""
     found: list[tuple[str, str]] = []
     if kind == "bin" and package_name and (root / "src/main.rs").is_file():
         found.append((package_name, "src/main.rs"))
@@ -158,7 +159,7 @@ def _infer(root: Path, directory: str, kind: str, package_name: str | None) -> l
             found.append((child.stem, f"{directory}/{child.name}"))
         elif child.is_dir() and (child / "main.rs").is_file():
             found.append((child.name, f"{directory}/{child.name}/main.rs"))
-    return sorted(found, key=lambda item: item[1])
+    return found
 
 
 def _normal(path: str) -> str:

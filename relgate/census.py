@@ -299,7 +299,7 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
         by_name.setdefault(target.name or "", []).append(target)
     for name, group in by_name.items():
         if len(group) > 1:
-            listed = ", ".join(_describe(t) for t in group)
+            listed = "; ".join(_describe(t) for t in group)
             report("duplicate-name", name,
                    f"declared {len(group)} times ({listed}); give each target its own name")
     # shared-path

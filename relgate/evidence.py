@@ -7,9 +7,10 @@ one row per line::
 
 File rules (a *capture*):
 
-- UTF-8, an optional BOM at the start; LF or CRLF line ends.
-- A line whose first non-space character is ``#`` is a comment; a line of only
-  whitespace (no tab) is blank; both are skipped.
+- UTF-8 throughout (an invalid byte is an error, comments included), an optional BOM
+  at the start; LF or CRLF line ends.
+- A line that starts with ``#`` is a comment; an empty line, or one of spaces only (no
+  tab), is blank; both are skipped.
 - Every other line is a row of exactly four tab-separated fields. ``suite``, ``arm`` and
   ``key`` must be non-empty; ``value`` may be empty; no field holds a tab. Fields are
   kept exactly as written (no trimming).
@@ -23,13 +24,21 @@ The diff compares a candidate capture with the last accepted (base) one, cell by
 both files, writes the report and returns 0 when identical, 1 on any difference; bad
 input raises ``InputError`` (the CLI maps it to exit 2).
 
-Speed: a capture holds up to millions of cells, so the reader avoids per-row Python
-work. Rows that are well formed (the overwhelming case) are checked and split with C-level
-string and dict operations; anything unusual (a tab-led or space-led line, an empty field,
-a line with the wrong tab count) sends the whole text through a plain line-by-line parser,
-which is the reference semantics and produces the ``file:line`` error. Internally a cell
-is keyed by the string ``"suite\\tarm\\tkey"`` (two objects per cell instead of five);
-only cells that differ are turned into ``(suite, arm, key)`` tuples.
+Speed. A capture holds up to millions of cells, so nothing here does Python work per
+cell when it can be avoided:
+
+- Reading: a capture shaped the usual way (a comment header, then rows) is checked with
+  whole-buffer byte operations (every line holds exactly three tabs: delete all other
+  bytes and compare with ``b"\\t\\t\\t\\n" * rows``), split once, and keyed with
+  C-level ``map``s. Anything else (comments or blank lines among the rows, an empty
+  field, a wrong tab count) goes to a line-filtering parser and, when a row is bad, to
+  the line-by-line reference parser, which names the first bad ``file:line``.
+- Cells are keyed internally by the string ``"suite\\tarm\\tkey"``; only cells that
+  differ become ``(suite, arm, key)`` tuples.
+- Diffing walks both captures position by position while their keys line up (a capture
+  of the same tests run again is written in the same order), so equal stretches compare
+  in sequential C-level passes; a key present on one side only is stepped over; where
+  the orders disagree, the rest is compared through a hash set of whole rows.
 """
 
 from __future__ import annotations
@@ -41,8 +50,8 @@ import tempfile
 from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from itertools import compress, count, filterfalse, islice, repeat
-from operator import itemgetter, ne
+from itertools import compress, count, islice, repeat
+from operator import itemgetter, ne, not_
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -71,19 +80,29 @@ HEADER = "# relgate evidence"
 """First line of every capture :func:`write_cells` writes."""
 
 JSON_FORMAT = "relgate-evidence-diff"
+"""The ``format`` member of :func:`diff_to_json`'s document."""
+
 JSON_VERSION = 1
+"""The ``version`` member of :func:`diff_to_json`'s document."""
 
 _EXPECTED = "expected suite<TAB>arm<TAB>key<TAB>value"
 _FIELD_NAMES = ("suite", "arm", "key")
 _BOM = "\ufeff"
+_BOM_BYTES = _BOM.encode("utf-8")
+_ROW_SHAPE = b"\t\t\t\n"  # a well-formed row with everything but tabs and LF deleted
+_NOT_TAB_OR_LF = bytes(b for b in range(256) if b not in (0x09, 0x0A))
 
 
-# --------------------------------------------------------------------------- parsing
+# --------------------------------------------------------------------------- helpers
 
 
 @contextmanager
 def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while building millions of acyclic objects; restore after."""
+    """Pause the cyclic GC while millions of acyclic objects are built and compared.
+
+    A collection would only walk the big lists and find nothing to free; the previous
+    state is restored on exit.
+    """
     was_enabled = gc.isenabled()
     gc.disable()
     try:
@@ -93,12 +112,82 @@ def _gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _decode(data: bytes, source: str) -> str:
-    """Decode UTF-8 once; an invalid byte is an error naming ``source:line``."""
+def _split_key(flat_key: str) -> Cell:
+    suite, arm, key = flat_key.split("\t")
+    return (suite, arm, key)
+
+
+def _as_cell(key: Any) -> Cell:
+    return key  # type: ignore[no-any-return]
+
+
+def _split_line(line: str) -> tuple[str, str]:
+    key, _, value = line.rpartition("\t")
+    return key, value
+
+
+def _pair(row: tuple[Any, str]) -> tuple[Any, str]:
+    return row
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class _Side:
+    """One capture, column-wise, for diffing.
+
+    ``keys``: unique, in first-write order. ``rows[i]``: the row that holds ``keys[i]``'s
+    effective (last-written) value, such that two sides' rows are equal exactly when
+    key and value are: a line ``"suite\\tarm\\tkey\\tvalue"`` for parsed captures
+    (keyed by ``"suite\\tarm\\tkey"``), a ``(cell, value)`` pair for mappings.
+    ``index``: membership of ``keys``. ``split_row``: a row's ``(key, value)``.
+    ``to_cell``: a key's ``(suite, arm, key)``.
+    """
+
+    keys: Sequence[Any]
+    rows: Sequence[Any]
+    index: Container[Any]
+    split_row: Callable[[Any], tuple[Any, str]]
+    to_cell: Callable[[Any], Cell]
+
+    @classmethod
+    def of_lines(cls, keys: list[str], lines: list[str], index: Container[str]) -> _Side:
+        return cls(
+            keys=keys, rows=lines, index=index, split_row=_split_line, to_cell=_split_key
+        )
+
+    @classmethod
+    def of_mapping(cls, cells: Mapping[Cell, str]) -> _Side:
+        rows = list(cells.items())
+        return cls(
+            keys=list(map(itemgetter(0), rows)),
+            rows=rows,
+            index=cells.keys(),
+            split_row=_pair,
+            to_cell=_as_cell,
+        )
+
+    def value_at(self, position: int) -> str:
+        return self.split_row(self.rows[position])[1]
+
+    def to_cells(self) -> dict[Cell, str]:
+        """The capture as a ``{(suite, arm, key): value}`` mapping (rows are lines)."""
+        with _gc_paused():
+            return dict(
+                zip(
+                    map(tuple, map(str.split, self.keys, repeat("\t"))),
+                    map(itemgetter(2), map(str.rpartition, self.rows, repeat("\t"))),
+                )
+            )
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _decode(data: bytes, source: str, *, first_line: int = 1) -> str:
+    """Decode UTF-8; an invalid byte is an error naming ``source:line``."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        lineno = data.count(b"\n", 0, exc.start) + 1
+        lineno = first_line + data.count(b"\n", 0, exc.start)
         raise InputError(
             f"{source}:{lineno}: evidence is not valid UTF-8 "
             f"(byte 0x{data[exc.start]:02x}: {exc.reason})"
@@ -117,15 +206,13 @@ def _normalize(text: str) -> str:
 
 
 def _is_skipped(line: str) -> bool:
-    """Comment (first non-space character ``#``) or blank (only whitespace, no tab)."""
-    if line.lstrip(" ")[:1] == "#":
-        return True
-    return "\t" not in line and not line.strip()
+    """A comment (starts with ``#``) or a blank line (whitespace only, no tab)."""
+    return line[:1] == "#" or ("\t" not in line and not line.strip())
 
 
-def _parse_slow(text: str, source: str) -> dict[str, str]:
-    """Reference parser, one line at a time; raises on the first malformed row."""
-    cells: dict[str, str] = {}
+def _parse_reference(text: str, source: str) -> _Side:
+    """The reference parser, one line at a time; raises on the first malformed row."""
+    lines: dict[str, str] = {}
     for lineno, line in enumerate(text.split("\n"), 1):
         if _is_skipped(line):
             continue
@@ -141,74 +228,82 @@ def _parse_slow(text: str, source: str) -> dict[str, str]:
                     f"{source}:{lineno}: malformed evidence row: {_EXPECTED}, "
                     f"got an empty {name}"
                 )
-        cells[line[: line.rindex("\t")]] = fields[3]
-    return cells
+        lines[line[: line.rindex("\t")]] = line
+    return _Side.of_lines(list(lines), list(lines.values()), lines.keys())
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
-class _Side:
-    """One capture, column-wise: unique keys in first-write order, their effective
-    (last-write) values at the same positions, and a membership index over the keys.
-
-    The diff walks two sides position by position, so two captures written in the
-    same order (the usual case: the same tests, run again) compare with sequential
-    C-level passes instead of a hash lookup per cell.
-    """
-
-    keys: Sequence[Any]
-    values: Sequence[str]
-    index: Container[Any]
-
-    @classmethod
-    def of(cls, cells: Mapping[Any, str]) -> _Side:
-        return cls(keys=list(cells), values=list(cells.values()), index=cells.keys())
-
-
-def _parse_flat(text: str, source: str) -> _Side:
-    """Parse a capture keyed by ``"suite\\tarm\\tkey"`` (last write wins)."""
-    text = _normalize(text)
-    # Lines led by a space (maybe an indented comment) or a tab (an empty suite), and
-    # rows with an empty arm or key ("\t\t"), are left to the reference parser.
-    if text[:1] in (" ", "\t") or "\n " in text or "\n\t" in text or "\t\t" in text:
-        return _Side.of(_parse_slow(text, source))
-    n_comments = text.count("\n#") + (text[:1] == "#")
-    lines = list(filter(None, text.split("\n")))  # drop empty lines
-    if n_comments:
-        if all(line[0] == "#" for line in lines[:n_comments]):
-            del lines[:n_comments]  # the usual case: comments form a header
-        else:
-            lines = [line for line in lines if line[0] != "#"]
-    if not lines:
-        return _Side.of({})
-    if set(map(str.count, lines, repeat("\t"))) != {3}:
-        return _Side.of(_parse_slow(text, source))  # raises, naming the bad line
-    del text
+def _side_from_rows(lines: list[str]) -> _Side:
+    """Key well-formed rows (exactly three tabs, no empty name); last write wins."""
     with _gc_paused():
         parts = list(map(str.rpartition, lines, repeat("\t")))
-        del lines
         keys = list(map(itemgetter(0), parts))
-        values = list(map(itemgetter(2), parts))
         del parts
         index = set(keys)
         if len(index) == len(keys):
-            return _Side(keys=keys, values=values, index=index)
-        # A key written more than once: the last write wins, the first sets the order.
-        return _Side.of(dict(zip(keys, values)))
+            return _Side.of_lines(keys, lines, index)
+        # A key written more than once: the first write sets the position, the last
+        # one the value.
+        latest = dict(zip(keys, lines))
+        return _Side.of_lines(list(latest), list(latest.values()), latest.keys())
 
 
-def _split_key(flat_key: str) -> Cell:
-    suite, arm, key = flat_key.split("\t")
-    return (suite, arm, key)
+def _parse_text(text: str, source: str) -> _Side:
+    """Parse normalized text: filter comments and blank lines, check, key."""
+    lines = text.split("\n")
+    if not lines[-1]:
+        lines.pop()
+    if text.startswith("#") or "\n#" in text or "" in lines:
+        lines = [line for line in lines if line and line[0] != "#"]
+    if (
+        lines
+        and text[:1] != "\t"
+        and "\n\t" not in text
+        and "\t\t" not in text
+        and set(map(str.count, lines, repeat("\t"))) == {3}
+    ):
+        return _side_from_rows(lines)
+    return _parse_reference(text, source)  # raises, naming the first bad line
 
 
-def _side_to_cells(side: _Side) -> dict[Cell, str]:
-    with _gc_paused():
-        return dict(
-            zip(map(tuple, map(str.split, side.keys, repeat("\t"))), side.values)
-        )
+def _parse_bytes(data: bytes, source: str) -> _Side:
+    """Parse a capture's bytes; the fast path takes a header of comments, then rows."""
+    if data.startswith(_BOM_BYTES):
+        data = data[len(_BOM_BYTES) :]
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+        if data.endswith(b"\r"):
+            data = data[:-1]
+    # The header: comment and empty lines before the first row.
+    start = header_lines = 0
+    while data.startswith((b"#", b"\n"), start):
+        end = data.find(b"\n", start)
+        start = len(data) if end < 0 else end + 1
+        header_lines += 1
+    header = _decode(data[:start], source)
+    body = data[start:]
+    if not body:
+        return _parse_reference(header, source)
+    rows = body.count(b"\n") + (not body.endswith(b"\n"))
+    shape = _ROW_SHAPE * rows
+    if not body.endswith(b"\n"):
+        shape = shape[:-1]
+    if (
+        body.translate(None, _NOT_TAB_OR_LF) != shape  # exactly three tabs per line
+        # (rfind: the backward search skips faster over these needles than find)
+        or body.startswith(b"\t")  # an empty suite
+        or body.rfind(b"\n\t") >= 0
+        or body.rfind(b"\t\t") >= 0  # an empty arm or key
+        or (b"#" in body and body.rfind(b"\n#") >= 0)  # a comment among the rows
+    ):
+        text = header + _decode(body, source, first_line=header_lines + 1)
+        return _parse_text(text, source)
+    lines = _decode(body, source, first_line=header_lines + 1).split("\n")
+    if not lines[-1]:
+        lines.pop()
+    return _side_from_rows(lines)
 
 
-def _read_flat(path: Path) -> _Side:
+def _read_side(path: Path) -> _Side:
     path = Path(path)
     source = str(path)
     try:
@@ -221,9 +316,7 @@ def _read_flat(path: Path) -> _Side:
         raise InputError(
             f"{source}: cannot read evidence file: {exc.strerror or exc}"
         ) from None
-    text = _decode(data, source)
-    del data
-    return _parse_flat(text, source)
+    return _parse_bytes(data, source)
 
 
 def parse_cells(text: str, *, source: str) -> dict[Cell, str]:
@@ -231,12 +324,12 @@ def parse_cells(text: str, *, source: str) -> dict[Cell, str]:
 
     Raises ``InputError("SOURCE:LINE: malformed evidence row: ...")`` on a bad row.
     """
-    return _side_to_cells(_parse_flat(text, source))
+    return _parse_text(_normalize(text), source).to_cells()
 
 
 def read_cells(path: Path) -> dict[Cell, str]:
     """Read and parse one capture file; a missing file is an ``InputError``."""
-    return _side_to_cells(_read_flat(path))
+    return _read_side(path).to_cells()
 
 
 def merge_captures(captures: Iterable[Mapping[Cell, str]]) -> dict[Cell, str]:
@@ -258,7 +351,7 @@ def _check_writable(cell: Cell, value: str) -> str | None:
     for name, field in zip((*_FIELD_NAMES, "value"), (*cell, value)):
         if "\t" in field or "\n" in field:
             return f"{name} {field!r} holds a tab or a newline"
-    if cell[0].lstrip(" ").startswith("#"):
+    if cell[0].startswith("#"):
         return f"suite {cell[0]!r} would read as a comment"
     if value.endswith("\r"):
         return f"value {value!r} ends with a carriage return"
@@ -268,23 +361,22 @@ def _check_writable(cell: Cell, value: str) -> str | None:
 def _render_capture(cells: Mapping[Cell, str]) -> str:
     rows = sorted(cells.items(), key=itemgetter(0))
     body = "\n".join(["\t".join((*cell, value)) for cell, value in rows])
-    # One pass over the whole text instead of a check per cell; the per-cell
-    # check runs only to name the first offender.
+    # One pass over the whole text instead of a check per cell; the per-cell check
+    # runs only to name the first offender.
     if rows and (
         body.count("\t") != 3 * len(rows)
         or body.count("\n") != len(rows) - 1
-        or "\t\t" in body
+        or body.startswith(("\t", "#"))
         or "\n\t" in body
-        or body.startswith(("\t", " ", "#"))
+        or "\t\t" in body
         or "\n#" in body
-        or "\n " in body
         or "\r\n" in body
         or body.endswith("\r")
     ):
         for cell, value in rows:
             problem = _check_writable(cell, value)
             if problem:
-                raise InputError(f"evidence cell {' / '.join(cell)}: {problem}")
+                raise InputError(f"evidence cell {_label(cell)}: {problem}")
     return f"{HEADER}\n{body}\n" if rows else f"{HEADER}\n"
 
 
@@ -294,7 +386,7 @@ def write_cells(path: Path, cells: Mapping[Cell, str]) -> None:
     Atomic: the text goes to a temporary file in the same directory, which then
     replaces ``path``; on failure no temporary file is left behind. A cell that would
     not read back as written (a tab or newline in a field, an empty name, a suite that
-    reads as a comment) is an ``InputError`` and nothing is written.
+    reads as a comment) is an ``InputError``, and nothing is written.
     """
     path = Path(path)
     text = _render_capture(cells)
@@ -353,101 +445,103 @@ class EvidenceDiff:
         return not (self.moved or self.only_base or self.only_candidate)
 
 
-def _common_run(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
-    """How many items ``a[i:]`` and ``b[j:]`` share, position by position, from the start.
+def _iter_from(seq: Sequence[Any], start: int) -> Iterator[Any]:
+    """An iterator over ``seq[start:]`` without copying (lists: O(1) positioning)."""
+    if isinstance(seq, list):
+        it = iter(seq)
+        if start:
+            it.__setstate__(start)  # type: ignore[attr-defined]
+        return it
+    return islice(seq, start, None)
 
-    One sequential C-level pass (list iterators positioned with ``__setstate__``,
-    no slicing), which stops at the first difference.
-    """
-    it_a, it_b = iter(a), iter(b)
-    if i:
-        it_a.__setstate__(i)  # type: ignore[attr-defined]
-    if j:
-        it_b.__setstate__(j)  # type: ignore[attr-defined]
-    first = next(compress(count(), map(ne, it_a, it_b)), None)
+
+def _common_run(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
+    """How many leading items ``a[i:]`` and ``b[j:]`` share, position by position."""
+    first = next(compress(count(), map(ne, _iter_from(a, i), _iter_from(b, j))), None)
     return min(len(a) - i, len(b) - j) if first is None else first
 
 
-def _positions_differing(
-    a: Sequence[str], i: int, b: Sequence[str], j: int, run: int
-) -> Iterator[int]:
-    """Offsets ``k < run`` where ``a[i + k] != b[j + k]`` (C-level scan)."""
-    it_a, it_b = iter(a), iter(b)
-    if i:
-        it_a.__setstate__(i)  # type: ignore[attr-defined]
-    if j:
-        it_b.__setstate__(j)  # type: ignore[attr-defined]
-    return compress(count(), map(ne, islice(it_a, run), it_b))
+def _diff_sides(base: _Side, cand: _Side) -> EvidenceDiff:
+    """Diff two sides; Python-level work is per differing cell, not per cell.
 
-
-def _diff_sides(base: _Side, cand: _Side, to_cell: Callable[[Any], Cell]) -> EvidenceDiff:
-    """Diff two sides: walk them in step while their keys line up; at a key that is
-    only on one side, step past it; when the orders really disagree (or the walk keeps
-    stopping), hash the rest. Python-level work is per differing cell, not per cell.
+    Walk both in step while their keys line up (rows compared in the same pass); at a
+    key that is on one side only, step past it. When the orders disagree (or stepping
+    keeps failing), compare the rest through a set of the candidate's rows.
     """
-    bk, bv, b_index = base.keys, base.values, base.index
-    ck, cv, c_index = cand.keys, cand.values, cand.index
+    bk, brows, b_index = base.keys, base.rows, base.index
+    ck, crows, c_index = cand.keys, cand.rows, cand.index
     nb, nc = len(bk), len(ck)
-    moved: list[tuple[Any, str, str]] = []
-    only_base: list[tuple[Any, str]] = []
+    moved: list[tuple[Any, str, str]] = []  # (key, old, new)
+    only_base: list[tuple[Any, str]] = []  # (key, value)
     only_cand: list[tuple[Any, str]] = []
     i = j = 0
-    steps_left = 256 + (nb + nc) // 32  # then hashing the rest is cheaper
+    steps_left = 256 + (nb + nc) // 32  # past this, hashing the rest is cheaper
     while i < nb and j < nc:
         run = _common_run(bk, i, ck, j)
         if run:
-            for k in _positions_differing(bv, i, cv, j, run):
-                moved.append((bk[i + k], bv[i + k], cv[j + k]))
+            differing = map(ne, islice(_iter_from(brows, i), run), _iter_from(crows, j))
+            for k in compress(count(), differing):
+                moved.append((bk[i + k], base.value_at(i + k), cand.value_at(j + k)))
             i += run
             j += run
-            continue
-        if not steps_left:
+        elif not steps_left:
             break
-        steps_left -= 1
-        if bk[i] not in c_index:
-            only_base.append((bk[i], bv[i]))
+        elif bk[i] not in c_index:
+            only_base.append((bk[i], base.value_at(i)))
             i += 1
+            steps_left -= 1
         elif ck[j] not in b_index:
-            only_cand.append((ck[j], cv[j]))
+            only_cand.append((ck[j], cand.value_at(j)))
             j += 1
+            steps_left -= 1
         else:
             break  # the same keys in another order
     if i < nb and j < nc:
-        # Keys before (i, j) are settled: each matched its partner or is on one side
-        # only, so every key still shared lies in both remainders.
-        rest_c = dict(zip(ck[j:], cv[j:]))
-        rest_c_items = rest_c.items()
-        for key, old in filterfalse(rest_c_items.__contains__, zip(bk[i:], bv[i:])):
-            if key in rest_c:
-                moved.append((key, old, rest_c[key]))
+        # Every key before (i, j) matched its partner or is on one side only, so a
+        # key still shared lies in both remainders. Candidate rows left over after
+        # removing the base's rows are the new values of moved cells and the cells
+        # only in the candidate.
+        leftover = set(_iter_from(crows, j))
+        leftover.difference_update(_iter_from(brows, i))
+        new_values: dict[Any, str] = {}
+        only_cand_before = len(only_cand)
+        for row in leftover:
+            key, value = cand.split_row(row)
+            if key in b_index:
+                new_values[key] = value
             else:
-                only_base.append((key, old))
-        only_cand.extend(
-            (key, rest_c[key]) for key in filterfalse(b_index.__contains__, ck[j:])
-        )
+                only_cand.append((key, value))
+        del leftover
+        shared = (nc - j) - (len(only_cand) - only_cand_before)
+        if new_values:
+            found = compress(count(i), map(new_values.__contains__, _iter_from(bk, i)))
+            for p in found:
+                moved.append((bk[p], base.value_at(p), new_values[bk[p]]))
+        if (nb - i) - shared:
+            missing = map(not_, map(c_index.__contains__, _iter_from(bk, i)))
+            for p in compress(count(i), missing):
+                only_base.append((bk[p], base.value_at(p)))
     else:
-        only_base.extend(zip(bk[i:], bv[i:]))
-        only_cand.extend(zip(ck[j:], cv[j:]))
+        only_base.extend((bk[p], base.value_at(p)) for p in range(i, nb))
+        only_cand.extend((ck[q], cand.value_at(q)) for q in range(j, nc))
+    b_cell, c_cell = base.to_cell, cand.to_cell
     by_cell = itemgetter(0)
     return EvidenceDiff(
         identical=nb - len(moved) - len(only_base),
         moved=tuple(
-            sorted(((to_cell(k), old, new) for k, old, new in moved), key=by_cell)
+            sorted(((b_cell(k), old, new) for k, old, new in moved), key=by_cell)
         ),
-        only_base=tuple(sorted(((to_cell(k), v) for k, v in only_base), key=by_cell)),
+        only_base=tuple(sorted(((b_cell(k), v) for k, v in only_base), key=by_cell)),
         only_candidate=tuple(
-            sorted(((to_cell(k), v) for k, v in only_cand), key=by_cell)
+            sorted(((c_cell(k), v) for k, v in only_cand), key=by_cell)
         ),
     )
 
 
-def _as_cell(key: Any) -> Cell:
-    return key  # type: ignore[no-any-return]
-
-
 def diff_cells(base: Mapping[Cell, str], candidate: Mapping[Cell, str]) -> EvidenceDiff:
     """Compare two captures cell by cell."""
-    return _diff_sides(_Side.of(base), _Side.of(candidate), _as_cell)
+    with _gc_paused():
+        return _diff_sides(_Side.of_mapping(base), _Side.of_mapping(candidate))
 
 
 def _label(cell: Cell) -> str:
@@ -478,7 +572,7 @@ def render_diff(d: EvidenceDiff) -> Iterator[str]:
 
 
 def diff_to_json(d: EvidenceDiff) -> dict[str, Any]:
-    """The diff as JSON-ready data. Shape (version 1; keys are stable)::
+    """The diff as JSON-ready data. Shape (version 1; members are stable)::
 
         {
           "format": "relgate-evidence-diff",
@@ -519,15 +613,15 @@ def diff_to_json(d: EvidenceDiff) -> dict[str, Any]:
 def diff_command(base: Path, candidate: Path, *, as_json: bool, out: TextIO) -> int:
     """``relgate evidence diff``: compare two capture files and write the report.
 
-    Returns 0 when identical, 1 on any difference. A missing file, invalid UTF-8 or a
-    malformed row raises ``InputError`` (exit 2 in the CLI) before anything is written.
+    Writes :func:`render_diff`'s lines (or, with ``as_json``, :func:`diff_to_json`'s
+    document) to ``out``. Returns 0 when identical, 1 on any difference. A missing
+    file, invalid UTF-8 or a malformed row raises ``InputError`` (exit 2 in the CLI)
+    before anything is written.
     """
-    # The cyclic GC stays paused while the big, acyclic containers live: a collection
-    # would only walk millions of strings and find nothing to free.
     with _gc_paused():
-        base_side = _read_flat(base)
-        candidate_side = _read_flat(candidate)
-        d = _diff_sides(base_side, candidate_side, _split_key)
+        base_side = _read_side(base)
+        candidate_side = _read_side(candidate)
+        d = _diff_sides(base_side, candidate_side)
         del base_side, candidate_side
     if as_json:
         json.dump(diff_to_json(d), out, indent=2, ensure_ascii=False)

@@ -95,9 +95,12 @@ class Matrix:
             for extra in self.plus:
                 sets.append(",".join(f for f in (feats, extra) if f))
         out = []
+        tokens = None if self.shell else shlex.split(self.run)
         for feats in sets:
-            text = self.run.replace("{features}", feats)
-            out.append((feats, CommandSpec(shell=text) if self.shell else CommandSpec(argv=tuple(shlex.split(text)))))
+            if tokens is None:
+                out.append((feats, CommandSpec(shell=self.run.replace("{features}", shlex.quote(feats)))))
+            else:  # substitute per argument: an empty feature set stays one (empty) argument
+                out.append((feats, CommandSpec(argv=tuple(t.replace("{features}", feats) for t in tokens))))
         return out
 
 

@@ -59,7 +59,8 @@ def census_step(ws: Workspace) -> PlannedStep:
     """The lane census as a host check: a real command, with its own log and exit status."""
     argv = (sys.executable, "-m", "relgate.cli", "--workspace", str(ws.root), "--manifests", str(ws.manifests_dir),
             "--hosts", str(ws.hosts_dir), "--home", str(ws.home), "census")
-    return PlannedStep(name="lane-census", commands=(CommandSpec(argv=argv),), cwd=ws.project.root, lane="host")
+    # From the workspace root: a folder named "relgate" in the project must not shadow the package.
+    return PlannedStep(name="lane-census", commands=(CommandSpec(argv=argv),), cwd=ws.root, lane="host")
 
 
 def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),

@@ -35,12 +35,15 @@ class Workspace:
 
     @classmethod
     def load(cls, root: Path, *, manifests: Path | None = None, hosts: Path | None = None,
-             home: Path | None = None, environ: Mapping[str, str] = os.environ) -> "Workspace":
-        """Paths: arguments win, then ``RELGATE_MANIFESTS``/``RELGATE_HOSTS``/``RELGATE_HOME``."""
+             home: Path | None = None, environ: Mapping[str, str] = os.environ,
+             invoked_from: Path | None = None) -> "Workspace":
+        """Paths: arguments win, then ``RELGATE_MANIFESTS``/``RELGATE_HOSTS``/``RELGATE_HOME``
+        (relative ones taken from ``invoked_from``, where the user stood, default the cwd)."""
         root = Path(root).resolve()
-        mdir = _pick(manifests, environ.get("RELGATE_MANIFESTS"), root / "manifests")
-        hdir = _pick(hosts, environ.get("RELGATE_HOSTS"), root / "hosts")
-        home_dir = _pick(home, environ.get("RELGATE_HOME"), root / ".relgate")
+        base = Path(invoked_from) if invoked_from is not None else Path.cwd()
+        mdir = _pick(manifests, environ.get("RELGATE_MANIFESTS"), root / "manifests", base)
+        hdir = _pick(hosts, environ.get("RELGATE_HOSTS"), root / "hosts", base)
+        home_dir = _pick(home, environ.get("RELGATE_HOME"), root / ".relgate", base)
         if not mdir.is_dir():
             raise InputError(f"{display_path(mdir)}: no such manifest folder")
         if not hdir.is_dir():
@@ -73,11 +76,11 @@ class Workspace:
         return next(h for h in self.hosts.values() if h.kind == "local")
 
 
-def _pick(arg: Path | None, env: str | None, default: Path) -> Path:
+def _pick(arg: Path | None, env: str | None, default: Path, base: Path) -> Path:
     if arg is not None:
         return Path(arg).resolve()
     if env:
-        return Path(env).resolve()
+        return (base / env).resolve()
     return default
 
 

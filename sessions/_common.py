@@ -34,4 +34,5 @@ def run_options(session: nox.Session, argv: Sequence[str] | None = None) -> RunO
 
 def run_stage(session: nox.Session, stage: Callable[[Workspace], bool]) -> None:
     """Load the workspace and run one stage; bad input exits 2, a red stage fails the session."""
-    _exit(session, guarded(lambda: 0 if stage(Workspace.load(WORKSPACE)) else 1))
+    load = lambda: Workspace.load(WORKSPACE, invoked_from=Path(session.invoked_from))  # noqa: E731
+    _exit(session, guarded(lambda: 0 if stage(load()) else 1))

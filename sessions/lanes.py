@@ -4,6 +4,8 @@ and ``nox -s census``. Options after ``--``: target names, --require-all, --reus
 
 from __future__ import annotations
 
+import os
+
 import nox
 
 from relgate.cli import main
@@ -54,6 +56,7 @@ def project_lane(session: nox.Session) -> None:
 @nox.session(python=False, tags=["host", "lanes"])
 def census(session: nox.Session) -> None:
     """Lane census: every declared target has exactly one lane; no stale rows; layout rules."""
+    os.chdir(session.invoked_from)  # relative RELGATE_* paths mean what the user meant
     code = main(["--workspace", str(WORKSPACE), "census"])
     if code:
         raise SystemExit(code)  # 1: violations, 2: unreadable input — the census's own exit codes

@@ -2,7 +2,7 @@
 //!
 //! * Inclusive and exclusive sums over `u32` (wrapping) and `f32`.
 //! * A segmented inclusive sum: a `true` head flag restarts the running sum.
-//! * [`reference`]: straightforward implementations the kernels are checked against.
+//! * [`reference`](mod@reference): straightforward implementations the kernels are checked against.
 //! * Two kernel variants: [`serial`] and [`blocked`] (fixed-size blocks, unrolled local
 //!   scan, then a carry). The `fast` feature makes the top-level functions use
 //!   [`blocked`]; [`VARIANT`] names the one in use. Both give identical `u32` results;
