@@ -55,7 +55,7 @@ READERS = [
 def _naive_parse(text: str) -> dict:
     """What the rules in the module docstring say, written the obvious way."""
     cells = {}
-    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n").removesuffix("\r")
     for line in text.split("\n"):
         if line.startswith("#") or ("\t" not in line and not line.strip()):
             continue
