@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
+import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
@@ -43,33 +45,55 @@ def _seconds(value: float | None) -> str:
 
 
 class ConsoleReporter:
-    """A line per finished step; for a red one, its warnings and the log's tail."""
+    """A line per finished step; for a red one, its warnings and the log's tail.
 
-    def __init__(self, out: TextIO = sys.stdout) -> None:
+    A step still running after ``progress`` seconds gets a live line (lane, target,
+    host, elapsed), repeated at that interval (``RELGATE_PROGRESS_SECONDS``, default 30).
+    """
+
+    def __init__(self, out: TextIO = sys.stdout, *, progress: float | None = None) -> None:
         self.out = out
         self.colour = use_colour(out)
+        if progress is None:
+            progress = float(os.environ.get("RELGATE_PROGRESS_SECONDS", "30") or 30)
+        self.progress = progress
+        self._stop: threading.Event | None = None
+        self._lock = threading.Lock()
+
+    def _print(self, line: str) -> None:
+        with self._lock:
+            print(line, file=self.out, flush=True)
 
     def step_started(self, step: PlannedStep, host: str) -> None:
-        pass
+        if self.progress <= 0:
+            return
+        stop = self._stop = threading.Event()
+        started = time.monotonic()
+        label = f"{step.lane + '  ' if step.lane else ''}{step.name}  [{host}]"
+
+        def tick() -> None:
+            while not stop.wait(self.progress):
+                self._print(f"... {label}  running {_seconds(time.monotonic() - started)}")
+
+        threading.Thread(target=tick, daemon=True).start()
 
     def step_finished(self, o: StepOutcome) -> None:
+        if self._stop is not None:
+            self._stop.set()
+            self._stop = None
         lane = f"{o.step.lane}  " if o.step.lane else ""
         line = f"{lane}{o.step.name}  {_paint(o.verdict, self.colour)}  {_seconds(o.duration)}  [{o.host}]"
         if o.reason and o.verdict is not Verdict.PASS:
             line += f"  {o.reason}"
-        print(line, file=self.out)
-        for w in o.warnings:
-            print(f"    {w.describe()}", file=self.out)
-        for w, why in o.allowed:
-            print(f"    allowed ({why}): {w.describe()}", file=self.out)
+        lines = [line]
+        lines += [f"    {w.describe()}" for w in o.warnings]
+        lines += [f"    allowed ({why}): {w.describe()}" for w, why in o.allowed]
         if o.verdict in (Verdict.FAIL, Verdict.ERROR) and o.tail and not o.warnings:
-            lines = o.tail.splitlines()[-TAIL_SHOWN:]
-            print("    --- last lines of the log ---", file=self.out)
-            for text in lines:
-                print(f"    | {text}", file=self.out)
+            lines.append("    --- last lines of the log ---")
+            lines += [f"    | {text}" for text in o.tail.splitlines()[-TAIL_SHOWN:]]
         if o.verdict in (Verdict.FAIL, Verdict.ERROR) and o.log_path is not None:
-            print(f"    log: {display_path(o.log_path)}", file=self.out)
-        self.out.flush()
+            lines.append(f"    log: {display_path(o.log_path)}")
+        self._print("\n".join(lines))
 
 
 def render_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -90,6 +114,9 @@ def render_summary(summary: RunSummary, out: TextIO = sys.stdout) -> None:
         print(line, file=out)
     counts = ", ".join(f"{summary.count(v)} {v.value}" for v in Verdict if summary.count(v))
     print(f"{counts or 'nothing ran'}", file=out)
+    red = [o.step.name for o in summary.outcomes if o.verdict.blocks]
+    if red:
+        print(f"red ({len(red)}): {', '.join(red)}", file=out)
     not_run = [o for o in summary.outcomes if o.verdict is Verdict.NOT_RUN]
     for o in not_run:
         print(f"not run: {o.step.name}: {o.reason}", file=out)

@@ -47,7 +47,7 @@ import gc
 import json
 import os
 import tempfile
-from collections.abc import Callable, Container, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from itertools import compress, count, islice, repeat
@@ -142,8 +142,8 @@ class _Side:
     ``to_cell``: a key's ``(suite, arm, key)``.
     """
 
-    keys: Sequence[Any]
-    rows: Sequence[Any]
+    keys: list[Any]
+    rows: list[Any]
     index: Container[Any]
     split_row: Callable[[Any], tuple[Any, str]]
     to_cell: Callable[[Any], Cell]
@@ -235,9 +235,8 @@ def _parse_reference(text: str, source: str) -> _Side:
 def _side_from_rows(lines: list[str]) -> _Side:
     """Key well-formed rows (exactly three tabs, no empty name); last write wins."""
     with _gc_paused():
-        parts = list(map(str.rpartition, lines, repeat("\t")))
-        keys = list(map(itemgetter(0), parts))
-        del parts
+        # Streamed: each (key, tab, value) triple is freed as soon as its key is taken.
+        keys = list(map(itemgetter(0), map(str.rpartition, lines, repeat("\t"))))
         index = set(keys)
         if len(index) == len(keys):
             return _Side.of_lines(keys, lines, index)
@@ -279,44 +278,54 @@ def _parse_bytes(data: bytes, source: str) -> _Side:
         end = data.find(b"\n", start)
         start = len(data) if end < 0 else end + 1
         header_lines += 1
-    header = _decode(data[:start], source)
-    body = data[start:]
-    if not body:
-        return _parse_reference(header, source)
-    rows = body.count(b"\n") + (not body.endswith(b"\n"))
+    # Whole-buffer checks of the rows after the header (no copy of them is made).
+    rows = data.count(b"\n", start) + (not data.endswith(b"\n"))
     shape = _ROW_SHAPE * rows
-    if not body.endswith(b"\n"):
+    if not data.endswith(b"\n"):
         shape = shape[:-1]
-    if (
-        body.translate(None, _NOT_TAB_OR_LF) != shape  # exactly three tabs per line
-        # (rfind: the backward search skips faster over these needles than find)
-        or body.startswith(b"\t")  # an empty suite
-        or body.rfind(b"\n\t") >= 0
-        or body.rfind(b"\t\t") >= 0  # an empty arm or key
-        or (b"#" in body and body.rfind(b"\n#") >= 0)  # a comment among the rows
-    ):
-        text = header + _decode(body, source, first_line=header_lines + 1)
+    header_shape = data[:start].translate(None, _NOT_TAB_OR_LF)
+    tabs_and_lfs = data.translate(None, _NOT_TAB_OR_LF)
+    fast = (
+        start < len(data)
+        # exactly three tabs on every line
+        and len(tabs_and_lfs) == len(header_shape) + len(shape)
+        and tabs_and_lfs.endswith(shape)
+        # no empty suite, arm or key (rfind: a backward search skips faster here)
+        and not data.startswith(b"\t", start)
+        and data.rfind(b"\n\t", start) < 0
+        and data.rfind(b"\t\t", start) < 0
+        # no comment among the rows
+        and (data.find(b"#", start) < 0 or data.rfind(b"\n#", start) < 0)
+    )
+    del tabs_and_lfs, shape
+    text = _decode(data, source)
+    del data
+    if not fast:
         return _parse_text(text, source)
-    lines = _decode(body, source, first_line=header_lines + 1).split("\n")
+    lines = text.split("\n")
+    del text, lines[:header_lines]
     if not lines[-1]:
         lines.pop()
     return _side_from_rows(lines)
 
 
-def _read_side(path: Path) -> _Side:
-    path = Path(path)
-    source = str(path)
+def _read_bytes(path: Path) -> bytes:
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
-        raise InputError(f"{source}: no such evidence file") from None
+        raise InputError(f"{path}: no such evidence file") from None
     except IsADirectoryError:
-        raise InputError(f"{source}: is a directory, not an evidence file") from None
+        raise InputError(f"{path}: is a directory, not an evidence file") from None
     except OSError as exc:
         raise InputError(
-            f"{source}: cannot read evidence file: {exc.strerror or exc}"
+            f"{path}: cannot read evidence file: {exc.strerror or exc}"
         ) from None
-    return _parse_bytes(data, source)
+
+
+def _read_side(path: Path) -> _Side:
+    path = Path(path)
+    # The bytes are passed on, not kept here, so the parser can free them early.
+    return _parse_bytes(_read_bytes(path), str(path))
 
 
 def parse_cells(text: str, *, source: str) -> dict[Cell, str]:
@@ -445,17 +454,15 @@ class EvidenceDiff:
         return not (self.moved or self.only_base or self.only_candidate)
 
 
-def _iter_from(seq: Sequence[Any], start: int) -> Iterator[Any]:
-    """An iterator over ``seq[start:]`` without copying (lists: O(1) positioning)."""
-    if isinstance(seq, list):
-        it = iter(seq)
-        if start:
-            it.__setstate__(start)  # type: ignore[attr-defined]
-        return it
-    return islice(seq, start, None)
+def _iter_from(seq: list[Any], start: int) -> Iterator[Any]:
+    """An iterator over ``seq[start:]``, positioned in O(1) without copying."""
+    it = iter(seq)
+    if start:
+        it.__setstate__(start)  # type: ignore[attr-defined]
+    return it
 
 
-def _common_run(a: Sequence[Any], i: int, b: Sequence[Any], j: int) -> int:
+def _common_run(a: list[Any], i: int, b: list[Any], j: int) -> int:
     """How many leading items ``a[i:]`` and ``b[j:]`` share, position by position."""
     first = next(compress(count(), map(ne, _iter_from(a, i), _iter_from(b, j))), None)
     return min(len(a) - i, len(b) - j) if first is None else first

@@ -67,10 +67,13 @@ def copy_example(tmp_path: Path, name: str = "tinyinfer") -> Project:
     git(root, "init", "-q", "-b", "main")
     git(root, "add", "-A")
     git(root, "commit", "-qm", "initial")
-    manifests = tmp_path / "manifests"
-    shutil.copytree(REPO / "manifests", manifests)
-    project = manifests / "project.toml"
-    project.write_text(project.read_text().replace('root = "../examples/tinyinfer"', f'root = "{root}"'))
+    if (root / "manifests").is_dir():  # an example that carries its own manifest folder
+        manifests = root / "manifests"
+    else:
+        manifests = tmp_path / "manifests"
+        shutil.copytree(REPO / "manifests", manifests)
+        project = manifests / "project.toml"
+        project.write_text(project.read_text().replace('root = "../examples/tinyinfer"', f'root = "{root}"'))
     hosts = tmp_path / "hosts"
     shutil.copytree(REPO / "hosts", hosts)
     return Project(root=root, manifests=manifests, hosts=hosts, home=tmp_path / "home")
@@ -79,6 +82,17 @@ def copy_example(tmp_path: Path, name: str = "tinyinfer") -> Project:
 @pytest.fixture
 def tinyinfer(tmp_path: Path) -> Project:
     return copy_example(tmp_path, "tinyinfer")
+
+
+@pytest.fixture
+def scankern(tmp_path: Path) -> Project:
+    return copy_example(tmp_path, "scankern")
+
+
+def ledger_of(project: Project):  # type: ignore[no-untyped-def]
+    from relgate.ledger import Ledger
+
+    return Ledger.open(project.home)
 
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")

@@ -274,6 +274,12 @@ def test_write_cells_failure_leaves_no_temp(tmp_path: Path) -> None:
     assert (target / "keep").read_text(encoding="utf-8") == "x"
 
 
+def test_write_cells_refuses_unencodable_text(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="cannot be encoded as UTF-8"):
+        write_cells(tmp_path / "cells.tsv", {("s", "a", "k"): "\ud800"})
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_write_cells_missing_directory(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot write evidence file"):
         write_cells(tmp_path / "no" / "cells.tsv", {("s", "a", "k"): "1"})
