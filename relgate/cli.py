@@ -99,20 +99,14 @@ def _cmd_lane(args: argparse.Namespace) -> int:
 
 
 def _cmd_census(args: argparse.Namespace) -> int:
-    from .census import census_exit_code, render_violations, run_census
     from .lanes import load_lanes
+    from .stages import census
 
     ws = _load(args)
     lanes = load_lanes(ws.project, ws.manifests_dir)
     if lanes is None:
         raise InputError(f"{ws.project.name}: no lanes file (project.lanes or lanes.toml in the manifest folder)")
-    violations = run_census(kind=ws.project.kind, root=ws.project.root, targets=lanes.targets, lanes=lanes.file,
-                            known_lanes=lanes.lanes)
-    for line in render_violations(violations):
-        print(line)
-    print(f"census: {len(lanes.targets)} targets, {len(lanes.file.rows)} lane rows, "
-          f"{len(violations)} violation{'' if len(violations) == 1 else 's'}")
-    return census_exit_code(violations)
+    return census(ws, lanes, print)
 
 
 def _cmd_status(args: argparse.Namespace) -> int:

@@ -161,18 +161,12 @@ class LocalExecutor:
         reader.start()
         timed_out = False
         try:
-            deadline = None if request.timeout is None else t0 + request.timeout
-            while True:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    timed_out = True
-                    _kill_group(proc)
-                    break
-                try:
-                    proc.wait(timeout=0.2 if remaining is None else min(0.2, remaining))
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+            try:
+                # Blocks in waitpid (no polling); a signal handler's exception still gets through.
+                proc.wait(timeout=request.timeout)
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                _kill_group(proc)
         except BaseException:
             # Ctrl-C, SIGTERM (as Interrupted) or a crash: never leave the command behind.
             _kill_group(proc)

@@ -37,7 +37,8 @@ def read_git_facts(path: Path) -> GitFacts:
             except ValueError:
                 raise InputError(f"{repo.working_tree_dir}: the repository has no commit yet") from None
             branch = None if repo.head.is_detached else repo.active_branch.name
-            dirty = repo.is_dirty(index=True, working_tree=True, untracked_files=True)
+            # One `git status` answers modified, staged and untracked at once (is_dirty() runs three).
+            dirty = bool(repo.git.status("--porcelain", "--untracked-files=normal").strip())
             return GitFacts(commit=commit, branch=branch, dirty=dirty, toplevel=Path(repo.working_tree_dir or path))
     except git.GitCommandError as exc:
         raise InputError(f"{path}: git failed: {exc.stderr.strip() or exc}") from None

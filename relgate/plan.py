@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -30,8 +30,13 @@ class PlannedStep:
     evidence_env: str | None = None  # the variable that names this step's fresh evidence file
     evidence_required: bool = False  # no evidence back is an error, not a pass
     timing_only: bool = False  # bench: ran or not, the numbers are not judged
+    # An engine check run in-process instead of commands: writes lines, returns an exit status.
+    action: Callable[[Callable[[str], None]], int] | None = None
+    action_name: str | None = None  # how the action displays ("relgate census")
 
     def display(self) -> str:
+        if self.action is not None:
+            return self.action_name or self.name
         return " && ".join(c.display() for c in self.commands)
 
 

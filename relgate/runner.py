@@ -11,13 +11,16 @@ from __future__ import annotations
 import re
 import signal
 import threading
+import time
+from datetime import datetime, timezone
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from .executor import CommandRequest, CommandResult, Executor, FileSink, Interrupted
+from .errors import RelgateError
+from .executor import TAIL_LINES, CommandRequest, CommandResult, Executor, FileSink, Interrupted
 from .gitfacts import GitFacts
 from .hosts import Host
 from .ledger import Ledger
@@ -178,6 +181,9 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                   f"{' (dirty tree)' if facts.dirty else ''}\n")
         sink = _Tee(log, scanner, captured if step.expect_output else None)
         try:
+            if step.action is not None:
+                log.write(f"$ {step.display()}  (in-process)\n")
+                results.append(_run_action(step, sink, host.name))
             for command in step.commands:
                 log.write(f"$ {command.display()}\n")
                 request = CommandRequest(argv=command.argv, shell=command.shell, cwd=step.cwd,
@@ -219,6 +225,28 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
                        duration=duration, log_path=final, warnings=tuple(denied),
                        allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored)
+
+
+def _run_action(step: PlannedStep, sink: _Tee, host: str) -> CommandResult:
+    """An engine check run in this process (no interpreter start), recorded like a command."""
+    started = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    tail: list[str] = []
+
+    def write(line: str) -> None:
+        sink.write(line + "\n")
+        tail.append(line + "\n")
+
+    assert step.action is not None
+    try:
+        code, error = step.action(write), None
+    except RelgateError as exc:
+        code, error = 2, "; ".join(exc.lines())
+        write(error)
+    return CommandResult(host=host, command=step.display(), cwd=str(step.cwd), env={}, exit_code=code,
+                         signal=None, started=started, duration=time.monotonic() - t0, timed_out=False,
+                         spawn_error=None if error is None else f"{step.display()}: {error}",
+                         log_path=sink.path, tail="".join(tail[-TAIL_LINES:]))
 
 
 def _judge(step: PlannedStep, results: list[CommandResult], warnings: list[CompilerWarning],

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TextIO
 
 from .console import ConsoleReporter, render_summary
@@ -11,9 +11,9 @@ from .errors import InputError
 from .executor import LocalExecutor
 from .gitfacts import read_git_facts
 from .hosts import Host, HostFacts, detect_local
-from .lanes import lane_targets, load_lanes, plan_lane
+from .census import census_exit_code, render_violations, run_census
+from .lanes import LanesSpec, lane_targets, load_lanes, plan_lane
 from .ledger import Ledger
-from .manifests import CommandSpec
 from .options import RunOptions
 from .plan import PlannedStep, plan_host_checks
 from .reports import write_json_report, write_junit
@@ -22,7 +22,7 @@ from .schema import display_path
 from .verdict import Verdict
 from .workspace import Workspace
 
-__all__ = ["host_pool", "run_plan", "census_step", "run_host_checks", "run_lane"]
+__all__ = ["host_pool", "run_plan", "census", "census_step", "run_host_checks", "run_lane"]
 
 
 def host_pool(ws: Workspace) -> HostPool:
@@ -55,12 +55,21 @@ def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv:
     return summary
 
 
-def census_step(ws: Workspace) -> PlannedStep:
-    """The lane census as a host check: a real command, with its own log and exit status."""
-    argv = (sys.executable, "-m", "relgate.cli", "--workspace", str(ws.root), "--manifests", str(ws.manifests_dir),
-            "--hosts", str(ws.hosts_dir), "--home", str(ws.home), "census")
-    # From the workspace root: a folder named "relgate" in the project must not shadow the package.
-    return PlannedStep(name="lane-census", commands=(CommandSpec(argv=argv),), cwd=ws.root, lane="host")
+def census(ws: Workspace, lanes: LanesSpec, write: Callable[[str], None]) -> int:
+    """The lane census: one line per violation, a count; 0 clean, 1 violations."""
+    violations = run_census(kind=ws.project.kind, root=ws.project.root, targets=lanes.targets, lanes=lanes.file,
+                            known_lanes=lanes.lanes)
+    for line in render_violations(violations):
+        write(line)
+    write(f"census: {len(lanes.targets)} targets, {len(lanes.file.rows)} lane rows, "
+          f"{len(violations)} violation{'' if len(violations) == 1 else 's'}")
+    return census_exit_code(violations)
+
+
+def census_step(ws: Workspace, lanes: LanesSpec) -> PlannedStep:
+    """The lane census as a host check, in-process, with its own log, row and exit status."""
+    return PlannedStep(name="lane-census", commands=(), cwd=ws.project.root, lane="host",
+                       action=lambda write: census(ws, lanes, write), action_name="relgate census")
 
 
 def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
@@ -70,7 +79,7 @@ def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions =
     first: list[PlannedStep] = []
     extra: list[PlannedStep] = []
     if lanes is not None:
-        first.append(census_step(ws))
+        first.append(census_step(ws, lanes))
         extra = plan_lane(ws.project, lanes, "host", names=options.names)
     steps = first + plan_host_checks(ws.builds, ws.project.root, extra=extra)
     return _finish(run_plan(ws, steps, session=session, argv=argv, reuse=options.reuse, out=out), options, out)
