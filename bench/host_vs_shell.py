@@ -26,57 +26,24 @@ This is a measurement, not a test.
 from __future__ import annotations
 
 import argparse
-import os
-import resource
 import shlex
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from _common import REPO, failed, make_project, timed  # noqa: E402
 from relgate import stages  # noqa: E402
 from relgate.ledger import Ledger  # noqa: E402
-from relgate.plan import PlannedStep, plan_host_checks  # noqa: E402
+from relgate.plan import PlannedStep  # noqa: E402
 from relgate.workspace import Workspace  # noqa: E402
 
 EXAMPLE = "tinyinfer"
 GOAL = 1.10
-TAIL_LINES = 40
-
-
-def git(cwd: Path, *args: str) -> None:
-    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
-           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
-    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True)
-
-
-def make_project(tmp: Path) -> dict[str, str]:
-    """Copy the example into its own git repo with manifests, hosts and a fresh ledger home
-    (what tests/conftest.py's copy_example does); returns the environment that selects them."""
-    root = tmp / EXAMPLE
-    shutil.copytree(REPO / "examples" / EXAMPLE, root, ignore=shutil.ignore_patterns("build", "target"))
-    git(root, "init", "-q", "-b", "main")
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", "initial")
-    manifests = tmp / "manifests"
-    shutil.copytree(REPO / "manifests", manifests)
-    project = manifests / "project.toml"
-    text = project.read_text()
-    old = f'root = "../examples/{EXAMPLE}"'
-    if old not in text:
-        raise SystemExit(f"{project}: no line {old!r} to repoint at the copy")
-    project.write_text(text.replace(old, f'root = "{root}"'))
-    hosts = tmp / "hosts"
-    shutil.copytree(REPO / "hosts", hosts)
-    return {**os.environ, "RELGATE_MANIFESTS": str(manifests), "RELGATE_HOSTS": str(hosts),
-            "RELGATE_HOME": str(tmp / "home"), "NO_COLOR": "1"}
 
 
 @dataclass
@@ -88,33 +55,17 @@ class Plan:
 
 
 def plan(env: dict[str, str]) -> Plan:
-    """The host session's steps, planned the way ``stages.run_host_checks`` plans them."""
+    """The host session's steps, from the engine's own planner (``stages.plan_host``)."""
     ws = Workspace.load(REPO, environ=env)
-    own: list[PlannedStep] = []
-    extra: list[PlannedStep] = []
-    lanes = None
-    if hasattr(stages, "census_step"):  # lanes: census first, host-lane targets before git diff --check
-        from relgate.lanes import load_lanes, plan_lane
-        lanes = load_lanes(ws.project, ws.manifests_dir)
-    if lanes is not None:
-        own.append(stages.census_step(ws))
-        extra = plan_lane(ws.project, lanes, "host", names=())
-        steps = plan_host_checks(ws.builds, ws.project.root, extra=extra)
-    else:
-        steps = plan_host_checks(ws.builds, ws.project.root)
-    if hasattr(stages, "host_pool"):
-        pool = stages.host_pool(ws)
-        def why_not(step: PlannedStep) -> str | None:
-            placed = pool.place(step)
-            return f"not run: {placed}" if isinstance(placed, str) else None
-    else:  # one local host
-        host = stages.local_host(ws)
-        def why_not(step: PlannedStep) -> str | None:
-            missing = host.missing(step.requires)
-            return f"not run: no host offers {', '.join(missing)}" if missing else None
-    result = Plan(own=own, run=[], left_out=[], order=[(s.name, True) for s in own])
-    for step in steps:
-        why = f"skip: {step.skip}" if step.skip else why_not(step)
+    pool = stages.host_pool(ws)
+    result = Plan(own=[], run=[], left_out=[], order=[])
+    for step in stages.plan_host(ws):
+        if step.action is not None:  # an in-process engine check (the census): relgate's own work
+            result.own.append(step)
+            result.order.append((step.name, True))
+            continue
+        placed = pool.place(step)
+        why = f"skip: {step.skip}" if step.skip else (f"not run: {placed}" if isinstance(placed, str) else None)
         if why:
             result.left_out.append((step, why))
         else:
@@ -164,26 +115,6 @@ def shell_script(steps: list[PlannedStep], log: Path, evidence: Path) -> str:
     return "\n".join(lines) + "\n"
 
 
-def timed(argv: list[str], env: dict[str, str]) -> tuple[float, float, subprocess.CompletedProcess[str]]:
-    """Wall clock of the whole process, and the CPU time (user + sys) of it and its children."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    t0 = time.perf_counter()
-    done = subprocess.run(argv, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True)
-    wall = time.perf_counter() - t0
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return wall, cpu, done
-
-
-def failed(label: str, done: subprocess.CompletedProcess[str], log: Path | None = None) -> int:
-    out = done.stdout + done.stderr
-    if log is not None and log.exists():
-        out += log.read_text(errors="replace")
-    tail = "\n".join(out.splitlines()[-TAIL_LINES:])
-    print(f"\n{label} failed (exit {done.returncode}); last lines of its output:\n{tail}", file=sys.stderr)
-    return 1
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="timed runs of each side (default 3)")
@@ -201,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with tempfile.TemporaryDirectory(prefix="relgate-bench-") as tmpdir:
         tmp = Path(tmpdir)
-        env = make_project(tmp)
+        _, env = make_project(tmp, EXAMPLE)
         planned = plan(env)
         log = tmp / "shell.log"
         script = tmp / "host.sh"

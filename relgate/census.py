@@ -334,7 +334,7 @@ def _rust_rules(root: Path, scoped: Sequence[Target], rows_by_target: Mapping[st
                 and rows[0].lane in known:
             checked.append((target, target.name, target.path, rows[0].lane))
 
-    for target, name, path, lane in checked:  # gate-ignore
+    for _target, name, path, lane in checked:  # gate-ignore
         if lane == "gate" and (root / path).is_file():
             for number, line in _source_lines(root / path):
                 match = _IGNORE_ATTR.match(line)
@@ -373,7 +373,7 @@ def _rust_rules(root: Path, scoped: Sequence[Target], rows_by_target: Mapping[st
             report("qualification-layout", name,
                    f"requires the qualification feature but sits in the {lane} lane; move it under "
                    "tools/qualification/ into the qualification lane, or drop the feature")
-    for target, name, path, lane in checked:  # lane-layout
+    for _target, name, path, lane in checked:  # lane-layout
         if lane in ("bench", "qualification") or path.startswith(TESTS_DIR):
             continue
         if path.startswith(BENCHES_DIR):

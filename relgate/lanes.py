@@ -21,7 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cargo import discover_cargo_targets
 from .census import BUILTIN_LANES, LanesFile, read_lanes_file
 from .errors import InputError, ManifestError
 from .hosts import Host
@@ -179,6 +178,8 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
 
 def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions]) -> list[Target]:
     if project.kind == "cargo":
+        from .cargo import discover_cargo_targets
+
         return discover_cargo_targets(project.root / "Cargo.toml")
     problems = []
     out = []

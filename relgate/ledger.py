@@ -194,6 +194,7 @@ class Ledger:
             conn = sqlite3.connect(home / "ledger.sqlite3", timeout=30, isolation_level=None)
             conn.row_factory = sqlite3.Row
             conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: never corrupt, one fsync per checkpoint
             conn.execute("PRAGMA foreign_keys=ON")
             ledger = cls(conn, home)
             ledger._migrate()

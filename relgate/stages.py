@@ -16,13 +16,12 @@ from .lanes import LanesSpec, lane_targets, load_lanes, plan_lane
 from .ledger import Ledger
 from .options import RunOptions
 from .plan import PlannedStep, plan_host_checks
-from .reports import write_json_report, write_junit
 from .runner import HostPool, RunSummary, run_steps
 from .schema import display_path
 from .verdict import Verdict
 from .workspace import Workspace
 
-__all__ = ["host_pool", "run_plan", "census", "census_step", "run_host_checks", "run_lane"]
+__all__ = ["host_pool", "run_plan", "census", "census_step", "plan_host", "run_host_checks", "run_lane"]
 
 
 def host_pool(ws: Workspace) -> HostPool:
@@ -72,16 +71,20 @@ def census_step(ws: Workspace, lanes: LanesSpec) -> PlannedStep:
                        action=lambda write: census(ws, lanes, write), action_name="relgate census")
 
 
+def plan_host(ws: Workspace, *, names: Sequence[str] = ()) -> list[PlannedStep]:
+    """The lane census, the host checks (release builds, matrices, …), the host-lane targets,
+    and ``git diff --check``, in that order."""
+    lanes = load_lanes(ws.project, ws.manifests_dir)
+    if lanes is None:
+        return plan_host_checks(ws.builds, ws.project.root)
+    extra = plan_lane(ws.project, lanes, "host", names=names)
+    return [census_step(ws, lanes), *plan_host_checks(ws.builds, ws.project.root, extra=extra)]
+
+
 def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
                     session: str = "host", out: TextIO = sys.stdout) -> RunSummary:
-    """The lane census, warning-free release builds, host checks, host-lane targets, ``git diff --check``."""
-    lanes = load_lanes(ws.project, ws.manifests_dir)
-    first: list[PlannedStep] = []
-    extra: list[PlannedStep] = []
-    if lanes is not None:
-        first.append(census_step(ws, lanes))
-        extra = plan_lane(ws.project, lanes, "host", names=options.names)
-    steps = first + plan_host_checks(ws.builds, ws.project.root, extra=extra)
+    """``nox -s host``: everything :func:`plan_host` plans, on the hosts that offer it."""
+    steps = plan_host(ws, names=options.names)
     return _finish(run_plan(ws, steps, session=session, argv=argv, reuse=options.reuse, out=out), options, out)
 
 
@@ -115,6 +118,8 @@ def _finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary
         print(f"--require-all: {not_run} step(s) not run count as a failure", file=out)
     elif not_run:
         print(f"{not_run} step(s) not run (they do not fail this run; --require-all makes them)", file=out)
+    if options.report or options.junit:
+        from .reports import write_json_report, write_junit
     if options.report:
         write_json_report(summary, options.report, require_all=options.require_all)
         print(f"report: {display_path(options.report)}", file=out)

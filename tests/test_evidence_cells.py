@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from relgate import evidence
 from relgate.errors import InputError
 from relgate.evidence import (
     HEADER,
@@ -27,7 +28,6 @@ from relgate.evidence import (
     render_diff,
     write_cells,
 )
-from relgate import evidence
 
 # --------------------------------------------------------------------------- helpers
 
@@ -105,6 +105,11 @@ PARSE_CASES = [
         "s\ta\tk\t1\n#\t\t\t\n",
         {("s", "a", "k"): "1"},
     ),
+    (
+        "header with tabs and blank lines, then rows",
+        "#\tx\t\t\n\n# h\n\ns\ta\tk\t1\n",
+        {("s", "a", "k"): "1"},
+    ),
     ("BOM", "\ufeffs\ta\tk\t1\n", {("s", "a", "k"): "1"}),
     ("BOM before a header", "\ufeff# h\ns\ta\tk\t1\n", {("s", "a", "k"): "1"}),
     (
@@ -113,10 +118,19 @@ PARSE_CASES = [
         {("s", "a", "k"): "1", ("s", "a", "k2"): "2"},
     ),
     ("CRLF without final newline", "s\ta\tk\t1\r", {("s", "a", "k"): "1"}),
-    ("no final newline", "s\ta\tk\t1\ns\ta\tk2\t2", {("s", "a", "k"): "1", ("s", "a", "k2"): "2"}),
+    (
+        "no final newline",
+        "s\ta\tk\t1\ns\ta\tk2\t2",
+        {("s", "a", "k"): "1", ("s", "a", "k2"): "2"},
+    ),
     (
         "last write wins",
-        _rows(("s", "a", "k", "1"), ("s", "a", "j", "x"), ("s", "a", "k", "2"), ("s", "a", "k", "3")),
+        _rows(
+            ("s", "a", "k", "1"),
+            ("s", "a", "j", "x"),
+            ("s", "a", "k", "2"),
+            ("s", "a", "k", "3"),
+        ),
         {("s", "a", "k"): "3", ("s", "a", "j"): "x"},
     ),
     ("empty value", "s\ta\tk\t\n", {("s", "a", "k"): ""}),
@@ -161,7 +175,12 @@ MALFORMED_CASES = [
     ("empty suite", "\ta\tk\tv\n", 1, "an empty suite"),
     ("tabs only", "s\ta\tk\t1\n\t\t\t\n", 2, "an empty suite"),
     ("indented comment is no comment", "s\ta\tk\t1\n  # note\n", 2, "1 fields"),
-    ("line numbers count comments and blanks", "# h\n\n# c\ns\ta\tk\t1\n\ns\ta\n", 6, "2 fields"),
+    (
+        "line numbers count comments and blanks",
+        "# h\n\n# c\ns\ta\tk\t1\n\ns\ta\n",
+        6,
+        "2 fields",
+    ),
     ("line numbers with BOM and CRLF", "\ufeff# h\r\ns\ta\tk\t1\r\nbad\r\n", 3, "1 fields"),
     ("first bad line is named", "s\ta\tk\t1\nx\ny\tz\n", 2, "1 fields"),
 ]
@@ -188,14 +207,17 @@ def test_malformed_row_names_file_and_line(
         pytest.param(b"s\ta\tk\t1\ns\ta\tk\t\xff\n", 2, id="in a row"),
         pytest.param(b"# caf\xe9\ns\ta\tk\t1\n", 1, id="in the header"),
         pytest.param(b"# h\n\ns\ta\tk\t1\n# \xc3\n", 4, id="in a comment among rows"),
-        pytest.param(b"\xef\xbb\xbf# h\r\ns\ta\tk\t\xed\xa0\x80\r\n", 2, id="surrogate, BOM, CRLF"),
+        pytest.param(
+            b"\xef\xbb\xbf# h\r\ns\ta\tk\t\xed\xa0\x80\r\n", 2, id="surrogate, BOM, CRLF"
+        ),
         pytest.param(b"s\ta\tk\t1\n" * 3 + b"s\ta\t\xc0\tv\n", 4, id="in a key"),
     ],
 )
 def test_invalid_utf8_names_file_and_line(tmp_path: Path, data: bytes, lineno: int) -> None:
     path = _write_bytes(tmp_path, "bad.tsv", data)
-    with pytest.raises(InputError, match=rf"^{re.escape(str(path))}:{lineno}: evidence is not valid UTF-8"):
+    with pytest.raises(InputError) as info:
         read_cells(path)
+    assert str(info.value).startswith(f"{path}:{lineno}: evidence is not valid UTF-8 (byte 0x")
 
 
 def test_missing_file(tmp_path: Path) -> None:
@@ -208,6 +230,13 @@ def test_missing_file(tmp_path: Path) -> None:
 def test_directory_is_not_an_evidence_file(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="is a directory"):
         read_cells(tmp_path)
+
+
+def test_unreadable_path(tmp_path: Path) -> None:
+    path = _write_bytes(tmp_path, "file.tsv", b"") / "cells.tsv"  # below a plain file
+    with pytest.raises(InputError) as info:
+        read_cells(path)
+    assert str(info.value) == f"{path}: cannot read evidence file: Not a directory"
 
 
 def test_merge_captures_later_wins() -> None:
@@ -310,60 +339,66 @@ def test_write_cells_refuses_what_would_not_read_back(
 
 # --------------------------------------------------------------------------- diffing
 
+def _d(identical: int = 0, moved=(), only_base=(), only_candidate=()) -> EvidenceDiff:
+    return EvidenceDiff(
+        identical=identical, moved=moved, only_base=only_base, only_candidate=only_candidate
+    )
+
+
 A = ("s", "a", "a")
 B = ("s", "a", "b")
 C = ("s", "a", "c")
 D = ("t", "x", "d")
 
 DIFF_CASES = [
-    ("both empty", {}, {}, EvidenceDiff(identical=0, moved=(), only_base=(), only_candidate=())),
+    ("both empty", {}, {}, _d()),
     (
         "identical",
         {A: "1", B: "2"},
         {A: "1", B: "2"},
-        EvidenceDiff(identical=2, moved=(), only_base=(), only_candidate=()),
+        _d(identical=2),
     ),
     (
         "identical in another order",
         {A: "1", B: "2", C: "3"},
         {C: "3", A: "1", B: "2"},
-        EvidenceDiff(identical=3, moved=(), only_base=(), only_candidate=()),
+        _d(identical=3),
     ),
     (
         "moved",
         {A: "1", B: "2"},
         {A: "1", B: "2.5"},
-        EvidenceDiff(identical=1, moved=((B, "2", "2.5"),), only_base=(), only_candidate=()),
+        _d(identical=1, moved=((B, "2", "2.5"),)),
     ),
     (
         "moved to and from empty",
         {A: "", B: "2"},
         {A: "1", B: ""},
-        EvidenceDiff(identical=0, moved=((A, "", "1"), (B, "2", "")), only_base=(), only_candidate=()),
+        _d(moved=((A, "", "1"), (B, "2", ""))),
     ),
     (
         "only in base",
         {A: "1", B: "2", C: "3"},
         {A: "1", C: "3"},
-        EvidenceDiff(identical=2, moved=(), only_base=((B, "2"),), only_candidate=()),
+        _d(identical=2, only_base=((B, "2"),)),
     ),
     (
         "only in candidate",
         {A: "1", C: "3"},
         {A: "1", B: "2", C: "3"},
-        EvidenceDiff(identical=2, moved=(), only_base=(), only_candidate=((B, "2"),)),
+        _d(identical=2, only_candidate=((B, "2"),)),
     ),
     (
         "empty base",
         {},
         {B: "2", A: "1"},
-        EvidenceDiff(identical=0, moved=(), only_base=(), only_candidate=((A, "1"), (B, "2"))),
+        _d(only_candidate=((A, "1"), (B, "2"))),
     ),
     (
         "empty candidate",
         {B: "2", A: "1"},
         {},
-        EvidenceDiff(identical=0, moved=(), only_base=((A, "1"), (B, "2")), only_candidate=()),
+        _d(only_base=((A, "1"), (B, "2"))),
     ),
     (
         "everything, reordered",
@@ -390,14 +425,17 @@ def _capture_text(cells: dict) -> str:
 def test_diff_cells(base: dict, cand: dict, expected: EvidenceDiff) -> None:
     assert diff_cells(base, cand) == expected
     assert _naive_diff(base, cand) == expected
-    assert expected.clean == (not expected.moved and not expected.only_base and not expected.only_candidate)
+    differences = expected.moved + expected.only_base + expected.only_candidate
+    assert expected.clean == (not differences)
 
 
 @pytest.mark.parametrize(
     ("base", "cand", "expected"),
     [pytest.param(b, c, e, id=name) for name, b, c, e in DIFF_CASES],
 )
-def test_diff_command_text(tmp_path: Path, base: dict, cand: dict, expected: EvidenceDiff) -> None:
+def test_diff_command_text(
+    tmp_path: Path, base: dict, cand: dict, expected: EvidenceDiff
+) -> None:
     base_path = _write_bytes(tmp_path, "base.tsv", _capture_text(base).encode())
     cand_path = _write_bytes(tmp_path, "cand.tsv", _capture_text(cand).encode())
     out = io.StringIO()
@@ -417,10 +455,11 @@ def test_diff_is_cell_by_cell_after_last_write_wins(tmp_path: Path) -> None:
 
 
 def test_render_order_and_format() -> None:
-    base = {("z", "a", "k"): "1", ("b", "a", "k"): "2", ("m", "a", "k"): "3", ("a", "a", "k"): "4"}
-    cand = {("z", "a", "k"): "10", ("b", "a", "k"): "20", ("n", "a", "k"): "5", ("c", "a", "k"): "6"}
-    base |= {("same", "a", "k"): "s"}
-    cand |= {("same", "a", "k"): "s"}
+    def cells(**values: str) -> dict:
+        return {(suite, "a", "k"): value for suite, value in values.items()}
+
+    base = cells(z="1", b="2", m="3", a="4", same="s")
+    cand = cells(z="10", b="20", n="5", c="6", same="s")
     assert list(render_diff(diff_cells(base, cand))) == [
         "MOVED b / a / k | 2 -> 20",
         "MOVED z / a / k | 1 -> 10",
@@ -548,11 +587,15 @@ def _random_pair(rng: random.Random, shape: str) -> tuple[list, list]:
                     cell, _ = side[rng.randrange(len(side))]
                     side.insert(rng.randint(0, len(side)), (cell, rng.choice(["0", "dup"])))
     if shape == "many inserts":  # past the stepping budget
-        cand = [row for pair in zip(cand, [(("ins", "a", f"i{i}"), "v") for i in range(n)]) for row in pair]
+        inserted = [(("ins", "a", f"i{i}"), "v") for i in range(n)]
+        cand = [row for pair in zip(cand, inserted) for row in pair]
     return base, cand
 
 
-@pytest.mark.parametrize("shape", ["edits", "swaps", "shuffled", "duplicates", "mixed", "many inserts"])
+SHAPES = ["edits", "swaps", "shuffled", "duplicates", "mixed", "many inserts"]
+
+
+@pytest.mark.parametrize("shape", SHAPES)
 @pytest.mark.parametrize("seed", range(12))
 def test_random_captures_match_naive(tmp_path: Path, shape: str, seed: int) -> None:
     rng = random.Random(f"{shape}-{seed}")

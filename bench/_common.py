@@ -1,0 +1,67 @@
+"""Shared by the benchmarks: a fresh copy of a bundled example, and timing a process."""
+
+from __future__ import annotations
+
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TAIL_LINES = 40
+
+
+def git(cwd: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "bench", "GIT_AUTHOR_EMAIL": "bench@localhost",
+           "GIT_COMMITTER_NAME": "bench", "GIT_COMMITTER_EMAIL": "bench@localhost"}
+    subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True)
+
+
+def make_project(tmp: Path, example: str) -> tuple[Path, dict[str, str]]:
+    """Copy ``examples/EXAMPLE`` into its own git repo with manifests, hosts and a fresh
+    ledger home (as tests/conftest.py's copy_example does); returns the copy's root and
+    the environment that selects it."""
+    root = tmp / example
+    shutil.copytree(REPO / "examples" / example, root, ignore=shutil.ignore_patterns("build", "target"))
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "initial")
+    if (root / "manifests").is_dir():  # the example carries its own manifest folder
+        manifests = root / "manifests"
+    else:
+        manifests = tmp / "manifests"
+        shutil.copytree(REPO / "manifests", manifests)
+        project = manifests / "project.toml"
+        text = project.read_text()
+        old = f'root = "../examples/{example}"'
+        if old not in text:
+            raise SystemExit(f"{project}: no line {old!r} to repoint at the copy")
+        project.write_text(text.replace(old, f'root = "{root}"'))
+    hosts = tmp / "hosts"
+    shutil.copytree(REPO / "hosts", hosts)
+    return root, {**os.environ, "RELGATE_MANIFESTS": str(manifests), "RELGATE_HOSTS": str(hosts),
+                  "RELGATE_HOME": str(tmp / "home"), "NO_COLOR": "1"}
+
+
+def timed(argv: list[str], env: dict[str, str], cwd: Path | None = None
+          ) -> tuple[float, float, subprocess.CompletedProcess[str]]:
+    """Wall clock of the whole process, and the CPU time (user + sys) of it and its children."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    done = subprocess.run(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, capture_output=True, text=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, done
+
+
+def failed(label: str, done: subprocess.CompletedProcess[str], log: Path | None = None) -> int:
+    out = done.stdout + done.stderr
+    if log is not None and log.exists():
+        out += log.read_text(errors="replace")
+    tail = "\n".join(out.splitlines()[-TAIL_LINES:]) or "(no output)"
+    print(f"\n{label} failed (exit {done.returncode}); last lines of its output:\n{tail}", file=sys.stderr)
+    return 1

@@ -1,0 +1,212 @@
+#!/usr/bin/env python3
+"""Benchmark: ``relgate evidence diff`` against a ``sort | join`` shell comparison.
+
+Generates two captures of N cells (default 1,000,000) in a temporary directory: the
+base in test-execution order, the candidate the same run again with 1% of values
+moved, a few cells dropped and a few added (``--order shuffled`` also shuffles the
+candidate, as a parallel test runner would). Then it times, in the same run:
+
+- relgate: ``diff_command`` in a fresh interpreter (``python -c``), so interpreter
+  start and import are included; the report goes to a file;
+- the shell: ``LC_ALL=C sort`` of both files on a composite key (first two tabs
+  turned into \\x01), ``join -a1 -a2``, and ``awk`` counting identical / moved /
+  only-base / only-candidate.
+
+It prints relgate's wall seconds, the shell's, the ratio relgate/shell and relgate's
+peak memory (ru_maxrss of the child), next to the goals (<= 3 s, ratio <= 4). Timings
+are the median of ``--repeat`` runs. Exit status: 0, or 1 when the two disagree on
+the counts (or either disagrees with what was generated). Timings never fail the run:
+see DESIGN.md, "benchmarks that print ratios".
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+GOAL_SECONDS = 3.0
+GOAL_RATIO = 4.0
+
+RELGATE = """\
+import sys
+from pathlib import Path
+from relgate.evidence import diff_command
+sys.exit(diff_command(Path(sys.argv[1]), Path(sys.argv[2]), as_json=False, out=sys.stdout))
+"""
+
+SHELL = r"""
+set -euo pipefail
+export LC_ALL=C
+tab=$'\t'
+prep() {
+    grep -v -e '^#' -e '^$' -- "$1" | sed "s/$tab/\x01/; s/$tab/\x01/" | sort -t "$tab" -k1,1
+}
+join -t "$tab" -a 1 -a 2 -e '@NONE@' -o 0,1.2,2.2 <(prep "$1") <(prep "$2") |
+    awk -F "$tab" '
+        $2 == "@NONE@" { c++; next }
+        $3 == "@NONE@" { b++; next }
+        $2 == $3       { i++; next }
+                       { m++ }
+        END { printf "%d %d %d %d\n", i, m, b, c }'
+"""
+
+Counts = tuple[int, int, int, int]  # identical, moved, only base, only candidate
+
+
+def generate(
+    directory: Path, cells: int, *, order: str, seed: int
+) -> tuple[Path, Path, Counts]:
+    """Write base.tsv and candidate.tsv; return their paths and the expected counts."""
+    rng = random.Random(seed)
+    rows = []
+    for i in range(cells):
+        suite = f"suite{(i // 2500) % 400}"  # a test writes a run of cells
+        arm = ("cpu", "cuda", "rocm", "metal", "ref", "fast")[i % 6]
+        rows.append([f"{suite}\t{arm}\tcase{i:07d}", f"{rng.random():.9f}"])
+    base_text = "# relgate evidence\n" + "".join(f"{k}\t{v}\n" for k, v in rows)
+
+    candidate = [list(row) for row in rows]
+    only_base = min(7, cells // 1000)
+    for _ in range(only_base):
+        del candidate[rng.randrange(len(candidate))]
+    moved = 0
+    for p in range(0, len(candidate), 100):  # 1% of the cells
+        candidate[p][1] = f"{rng.random():.9f}x"
+        moved += 1
+    only_candidate = min(5, cells // 1000)
+    for n in range(only_candidate):
+        candidate.insert(
+            rng.randrange(len(candidate) + 1), [f"suite_new\tcpu\tadded{n}", "1.0"]
+        )
+    if order == "shuffled":
+        rng.shuffle(candidate)
+    candidate_text = "# relgate evidence\n" + "".join(f"{k}\t{v}\n" for k, v in candidate)
+
+    base = directory / "base.tsv"
+    cand = directory / "candidate.tsv"
+    base.write_text(base_text, encoding="utf-8")
+    cand.write_text(candidate_text, encoding="utf-8")
+    identical = cells - only_base - moved
+    return base, cand, (identical, moved, only_base, only_candidate)
+
+
+def run_relgate(base: Path, cand: Path, report: Path) -> tuple[float, Counts]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    with report.open("w", encoding="utf-8") as out:
+        start = time.perf_counter()
+        proc = subprocess.run(
+            [sys.executable, "-c", RELGATE, str(base), str(cand)],
+            stdout=out,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            cwd=REPO,
+        )
+        wall = time.perf_counter() - start
+    if proc.returncode not in (0, 1):
+        sys.exit(f"relgate failed with exit {proc.returncode}:\n{proc.stderr}")
+    summary = report.read_text(encoding="utf-8").rstrip("\n").rsplit("\n", 1)[-1]
+    # "N identical, M moved, B only in base, C only in candidate"
+    numbers = [int(part.strip().split(" ", 1)[0]) for part in summary.split(",")]
+    return wall, (numbers[0], numbers[1], numbers[2], numbers[3])
+
+
+def run_shell(base: Path, cand: Path) -> tuple[float, Counts]:
+    start = time.perf_counter()
+    proc = subprocess.run(
+        ["bash", "-c", SHELL, "shell-diff", str(base), str(cand)],
+        capture_output=True,
+        text=True,
+    )
+    wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        sys.exit(f"shell comparison failed with exit {proc.returncode}:\n{proc.stderr}")
+    i, m, b, c = (int(x) for x in proc.stdout.split())
+    return wall, (i, m, b, c)
+
+
+def describe(counts: Counts) -> str:
+    i, m, b, c = counts
+    return f"{i} identical, {m} moved, {b} only in base, {c} only in candidate"
+
+
+def runs(values: list[float]) -> str:
+    return " ".join(f"{v:.2f}" for v in values)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cells", type=int, default=1_000_000, help="cells per capture")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs of each (median)")
+    parser.add_argument(
+        "--order",
+        choices=("same", "shuffled"),
+        default="same",
+        help="candidate row order: as the base (a re-run) or shuffled (parallel tests)",
+    )
+    parser.add_argument("--seed", type=int, default=20240601)
+    args = parser.parse_args(argv)
+
+    with tempfile.TemporaryDirectory(prefix="relgate-bench-") as tmp:
+        directory = Path(tmp)
+        t0 = time.perf_counter()
+        base, cand, expected = generate(
+            directory, args.cells, order=args.order, seed=args.seed
+        )
+        generated_s = time.perf_counter() - t0
+        size_mib = (base.stat().st_size + cand.stat().st_size) / 2**20
+        print(
+            f"evidence diff: {args.cells:,} cells per capture, candidate order "
+            f"{args.order}, {size_mib:.0f} MiB in all (generated in {generated_s:.1f} s)"
+        )
+        print(f"expected: {describe(expected)}")
+        print(f"load average before timing: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+
+        # relgate first, so RUSAGE_CHILDREN's peak is relgate's alone.
+        ours, our_counts = [], set()
+        for _ in range(args.repeat):
+            wall, got = run_relgate(base, cand, directory / "report.txt")
+            ours.append(wall)
+            our_counts.add(got)
+        peak_mib = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+        shell, shell_counts = [], set()
+        for _ in range(args.repeat):
+            wall, got = run_shell(base, cand)
+            shell.append(wall)
+            shell_counts.add(got)
+
+    our_s, shell_s = statistics.median(ours), statistics.median(shell)
+    ratio = our_s / shell_s
+    verdict = {True: "ok", False: "MISSED"}
+    print(f"relgate diff_command (fresh interpreter): {our_s:.2f} s  (runs: {runs(ours)})")
+    print(f"shell sort | join | awk:                 {shell_s:.2f} s  (runs: {runs(shell)})")
+    print(
+        f"relgate wall:  {our_s:.2f} s   goal <= {GOAL_SECONDS:.0f} s   "
+        f"{verdict[our_s <= GOAL_SECONDS]}"
+    )
+    print(
+        f"ratio relgate/shell: {ratio:.2f}   goal <= {GOAL_RATIO:.0f}   "
+        f"{verdict[ratio <= GOAL_RATIO]}"
+    )
+    print(f"relgate peak memory (ru_maxrss): {peak_mib:.0f} MiB")
+
+    agreed = our_counts == shell_counts == {expected}
+    for name, counts in (("relgate", our_counts), ("shell", shell_counts)):
+        for got in sorted(counts):
+            print(f"{name + ':':8} {describe(got)}")
+    print("counts agree" if agreed else "COUNTS DISAGREE")
+    return 0 if agreed else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
