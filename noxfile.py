@@ -3,6 +3,7 @@
     nox -s host gate contract     the host checks, then the gate and contract lanes
     nox -s record -- TARGET       record lane: only the named targets, one at a time
     nox -s qualification -- TOOL  one run per board and toolkit
+    nox -s evidence               this commit's evidence against the last accepted baseline
     nox -l                        every session, with what it does
 
 Options after --: target names, --require-all, --reuse, --report FILE.json, --junit FILE.xml.
@@ -22,8 +23,10 @@ import nox
 logging.getLogger("git").setLevel(logging.WARNING)
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import sessions.host  # noqa: E402,F401  (each module registers its sessions)
+# Each module registers its sessions; `nox -l` lists them in this order.
+import sessions.host  # noqa: E402,F401,I001
 import sessions.lanes  # noqa: E402,F401
+import sessions.evidence  # noqa: E402,F401
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["host"]

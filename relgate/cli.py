@@ -63,6 +63,11 @@ def _parser() -> argparse.ArgumentParser:
     diff.add_argument("base", type=Path)
     diff.add_argument("candidate", type=Path)
     diff.add_argument("--json", action="store_true")
+    acc = evsub.add_parser("accept", help="store this commit's clean captures as the release's accepted baseline")
+    acc.add_argument("--release", help="the release they stand for (default: project.version)")
+    acc.add_argument("--commit", help="another commit (full sha) instead of HEAD")
+    chk = evsub.add_parser("check", help="this commit's captures against the last accepted baseline (nox -s evidence)")
+    add_run_options(chk, names=False)
     return p
 
 
@@ -126,9 +131,18 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_evidence(args: argparse.Namespace) -> int:
-    from .evidence import diff_command
+    if args.evidence_command == "diff":
+        from .evidence import diff_command
 
-    return diff_command(args.base, args.candidate, as_json=args.json, out=sys.stdout)
+        return diff_command(args.base, args.candidate, as_json=args.json, out=sys.stdout)
+    from .stages import accept_evidence, run_evidence_check
+
+    if args.evidence_command == "accept":
+        accept_evidence(_load(args), release=args.release, commit=args.commit)
+        return 0
+    options = options_from(args)
+    summary = run_evidence_check(_load(args), argv=sys.argv, options=options)
+    return 0 if summary.ok(require_all=options.require_all) else 1
 
 
 _COMMANDS = {"check": _cmd_check, "host": _cmd_host, "lane": _cmd_lane, "census": _cmd_census,

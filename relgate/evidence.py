@@ -66,6 +66,8 @@ __all__ = [
     "JSON_FORMAT",
     "JSON_VERSION",
     "diff_cells",
+    "render_capture",
+    "label",
     "diff_command",
     "diff_to_json",
     "merge_captures",
@@ -379,7 +381,8 @@ def _check_writable(cell: Cell, value: str) -> str | None:
     return None
 
 
-def _render_capture(cells: Mapping[Cell, str]) -> str:
+def render_capture(cells: Mapping[Cell, str]) -> str:
+    """A capture as the text :func:`write_cells` writes (sorted, with the header line)."""
     rows = sorted(cells.items(), key=itemgetter(0))
     body = "\n".join(["\t".join((*cell, value)) for cell, value in rows])
     # One pass over the whole text instead of a check per cell; the per-cell check
@@ -397,7 +400,7 @@ def _render_capture(cells: Mapping[Cell, str]) -> str:
         for cell, value in rows:
             problem = _check_writable(cell, value)
             if problem:
-                raise InputError(f"evidence cell {_label(cell)}: {problem}")
+                raise InputError(f"evidence cell {label(cell)}: {problem}")
     return f"{HEADER}\n{body}\n" if rows else f"{HEADER}\n"
 
 
@@ -410,7 +413,7 @@ def write_cells(path: Path, cells: Mapping[Cell, str]) -> None:
     reads as a comment) is an ``InputError``, and nothing is written.
     """
     path = Path(path)
-    text = _render_capture(cells)
+    text = render_capture(cells)
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -567,7 +570,8 @@ def diff_cells(base: Mapping[Cell, str], candidate: Mapping[Cell, str]) -> Evide
         return _diff_sides(_Side.of_mapping(base), _Side.of_mapping(candidate))
 
 
-def _label(cell: Cell) -> str:
+def label(cell: Cell) -> str:
+    """``suite / arm / key``, as the diff prints a cell."""
     return " / ".join(cell)
 
 
@@ -583,11 +587,11 @@ def render_diff(d: EvidenceDiff) -> Iterator[str]:
     the summary line is always last.
     """
     for cell, old, new in d.moved:
-        yield f"MOVED {_label(cell)} | {old} -> {new}"
+        yield f"MOVED {label(cell)} | {old} -> {new}"
     for cell, value in d.only_base:
-        yield f"ONLY-BASE {_label(cell)} | {value}"
+        yield f"ONLY-BASE {label(cell)} | {value}"
     for cell, value in d.only_candidate:
-        yield f"ONLY-CANDIDATE {_label(cell)} | {value}"
+        yield f"ONLY-CANDIDATE {label(cell)} | {value}"
     yield (
         f"{d.identical} identical, {len(d.moved)} moved, "
         f"{len(d.only_base)} only in base, {len(d.only_candidate)} only in candidate"

@@ -28,9 +28,9 @@ from typing import Any
 from .errors import InputError
 from .verdict import Verdict
 
-__all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "UNFINISHED_REASON"]
+__all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON"]
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 UNFINISHED_REASON = "never finished: relgate stopped before the step ended"
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -105,6 +105,20 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX evidence_by_commit ON evidence(commit_sha, board, lane, target);
     """,
+    # 3: accepted evidence baselines, one merged capture per release and board.
+    """
+    CREATE TABLE baselines (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        release TEXT NOT NULL,
+        board TEXT NOT NULL,
+        commit_sha TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        path TEXT NOT NULL,
+        cells INTEGER NOT NULL,
+        accepted TEXT NOT NULL
+    );
+    CREATE INDEX baselines_by_board ON baselines(board, id);
+    """,
 )
 
 
@@ -177,6 +191,18 @@ class EvidenceRow:
     sha256: str
     path: str
     created: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineRow:
+    id: int
+    release: str
+    board: str
+    commit_sha: str
+    sha256: str
+    path: str
+    cells: int
+    accepted: str
 
 
 class Ledger:
@@ -348,24 +374,45 @@ class Ledger:
 
     def store_evidence(self, captured: Path, *, step_id: int) -> EvidenceRow:
         """Keep a capture by content hash and index it by the step's commit, host, board, lane, target."""
-        data = captured.read_bytes()
+        sha, path = self.store_blob(captured.read_bytes(), kind="evidence", suffix=".cells")
+        with self._tx():
+            cur = self._conn.execute(
+                "INSERT INTO evidence (step_id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
+                " sha256, path, created) SELECT id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
+                " ?, ?, ? FROM steps WHERE id = ?", (sha, path, _now(), step_id))
+            row_id = int(cur.lastrowid)
+        return self.evidence(row_id=row_id)[0]
+
+    def store_blob(self, data: bytes, *, kind: str, suffix: str) -> tuple[str, str]:
+        """Keep bytes by content hash under ``objects/``; returns (sha256, path relative to home)."""
         sha = hashlib.sha256(data).hexdigest()
-        final = self.home / "evidence" / "objects" / sha[:2] / f"{sha}.cells"
+        final = self.home / "objects" / sha[:2] / f"{sha}{suffix}"
         if not final.exists():
             final.parent.mkdir(parents=True, exist_ok=True)
-            tmp = final.with_suffix(".tmp")
+            tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
             tmp.write_bytes(data)
             os.replace(tmp, final)
         with self._tx():
             self._conn.execute(
                 "INSERT OR IGNORE INTO artifacts (sha256, kind, path, size, created) VALUES (?,?,?,?,?)",
-                (sha, "evidence", self._rel(final), len(data), _now()))
-            cur = self._conn.execute(
-                "INSERT INTO evidence (step_id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
-                " sha256, path, created) SELECT id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
-                " ?, ?, ? FROM steps WHERE id = ?", (sha, self._rel(final), _now(), step_id))
-            row_id = int(cur.lastrowid)
-        return self.evidence(row_id=row_id)[0]
+                (sha, kind, self._rel(final), len(data), _now()))
+        return sha, str(self._rel(final))
+
+    def add_baselines(self, rows: Sequence[Mapping[str, Any]]) -> list[BaselineRow]:
+        """Record accepted baselines (release, board, commit_sha, sha256, path, cells) at once."""
+        ids = []
+        with self._tx():
+            for r in rows:
+                cur = self._conn.execute(
+                    "INSERT INTO baselines (release, board, commit_sha, sha256, path, cells, accepted)"
+                    " VALUES (?,?,?,?,?,?,?)",
+                    (r["release"], r["board"], r["commit_sha"], r["sha256"], r["path"], r["cells"], _now()))
+                ids.append(int(cur.lastrowid))
+        return [b for b in self.baselines() if b.id in ids]
+
+    def baselines(self, *, board: str | None = None) -> list[BaselineRow]:
+        sql = "SELECT * FROM baselines" + (" WHERE board = ?" if board else "") + " ORDER BY id"
+        return [BaselineRow(**dict(r)) for r in self._conn.execute(sql, (board,) if board else ())]
 
     def evidence(self, *, commit: str | None = None, row_id: int | None = None,
                  step_id: int | None = None) -> list[EvidenceRow]:

@@ -9,7 +9,11 @@ from pathlib import Path
 from .manifests import BuildsSpec, Check, CommandSpec, StepOptions
 from .scanners import AllowRule
 
-__all__ = ["PlannedStep", "plan_host_checks"]
+__all__ = ["PlannedStep", "StepNotRun", "plan_host_checks"]
+
+
+class StepNotRun(Exception):
+    """Raised by an in-process action that found nothing it could check (verdict not-run)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,7 +24,7 @@ from .executor import TAIL_LINES, CommandRequest, CommandResult, Executor, FileS
 from .gitfacts import GitFacts
 from .hosts import Host
 from .ledger import Ledger
-from .plan import PlannedStep
+from .plan import PlannedStep, StepNotRun
 from .scanners import CompilerWarning, StreamScanner, partition
 from .verdict import Verdict
 
@@ -174,6 +174,7 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     scanner = StreamScanner() if step.scan_warnings else None
     captured: list[str] = []
     results: list[CommandResult] = []
+    not_run: str | None = None
     interrupted: BaseException | None = None
     with open(partial, "w", encoding="utf-8") as fh:
         log = FileSink(fh, partial)
@@ -183,7 +184,8 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         try:
             if step.action is not None:
                 log.write(f"$ {step.display()}  (in-process)\n")
-                results.append(_run_action(step, sink, host.name))
+                result, not_run = _run_action(step, sink, host.name)
+                results.append(result)
             for command in step.commands:
                 log.write(f"$ {command.display()}\n")
                 request = CommandRequest(argv=command.argv, shell=command.shell, cwd=step.cwd,
@@ -207,6 +209,8 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     found = scanner.finish() if scanner is not None else []
     denied, allowed = partition(found, step.allow) if found else ([], [])
     verdict, reason = _judge(step, results, denied, "".join(captured))
+    if not_run is not None:
+        verdict, reason = Verdict.NOT_RUN, not_run
     if step.timing_only and verdict is Verdict.PASS:
         reason = "timing only: ran to the end, the numbers are kept, not judged"
     stored = None
@@ -227,8 +231,9 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                        allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored)
 
 
-def _run_action(step: PlannedStep, sink: _Tee, host: str) -> CommandResult:
-    """An engine check run in this process (no interpreter start), recorded like a command."""
+def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult, str | None]:
+    """An engine check run in this process (no interpreter start), recorded like a command;
+    the second item says why it could not check anything (not-run), if so."""
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
     tail: list[str] = []
@@ -238,15 +243,19 @@ def _run_action(step: PlannedStep, sink: _Tee, host: str) -> CommandResult:
         tail.append(line + "\n")
 
     assert step.action is not None
+    not_run = None
     try:
         code, error = step.action(write), None
+    except StepNotRun as exc:
+        code, error, not_run = None, None, str(exc)
+        write(f"not run: {exc}")
     except RelgateError as exc:
         code, error = 2, "; ".join(exc.lines())
         write(error)
     return CommandResult(host=host, command=step.display(), cwd=str(step.cwd), env={}, exit_code=code,
                          signal=None, started=started, duration=time.monotonic() - t0, timed_out=False,
                          spawn_error=None if error is None else f"{step.display()}: {error}",
-                         log_path=sink.path, tail="".join(tail[-TAIL_LINES:]))
+                         log_path=sink.path, tail="".join(tail[-TAIL_LINES:])), not_run
 
 
 def _judge(step: PlannedStep, results: list[CommandResult], warnings: list[CompilerWarning],

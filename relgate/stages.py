@@ -11,17 +11,19 @@ from .errors import InputError
 from .executor import LocalExecutor
 from .gitfacts import read_git_facts
 from .hosts import Host, HostFacts, detect_local
+from .baselines import BoardReport, EvidenceReport, accept, check
 from .census import census_exit_code, render_violations, run_census
 from .lanes import LanesSpec, lane_targets, load_lanes, plan_lane
-from .ledger import Ledger
+from .ledger import BaselineRow, Ledger
 from .options import RunOptions
-from .plan import PlannedStep, plan_host_checks
+from .plan import PlannedStep, StepNotRun, plan_host_checks
 from .runner import HostPool, RunSummary, run_steps
 from .schema import display_path
 from .verdict import Verdict
 from .workspace import Workspace
 
-__all__ = ["host_pool", "run_plan", "census", "census_step", "plan_host", "run_host_checks", "run_lane"]
+__all__ = ["host_pool", "run_plan", "census", "census_step", "plan_host", "run_host_checks", "run_lane",
+           "evidence_steps", "run_evidence_check", "accept_evidence"]
 
 
 def host_pool(ws: Workspace) -> HostPool:
@@ -110,6 +112,68 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
     if not steps:
         print(f"{lane}: no targets in this lane", file=out)
     return _finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, out=out), options, out)
+
+
+def evidence_steps(ws: Workspace, report: EvidenceReport) -> list[PlannedStep]:
+    """One in-process step per board (its diff against the last accepted baseline), and one
+    for the intentional-changes list (stale entries)."""
+
+    def board_action(board: BoardReport) -> Callable[[Callable[[str], None]], int]:
+        def action(write: Callable[[str], None]) -> int:
+            for line in board.lines():
+                write(line)
+            if board.not_compared is not None:
+                raise StepNotRun(board.not_compared)
+            return 1 if board.unexpected else 0
+        return action
+
+    def stale_action(write: Callable[[str], None]) -> int:
+        if not any(b.diff is not None for b in report.boards):
+            raise StepNotRun("no board was compared, so no entry could be checked")
+        for line in report.stale_lines():
+            write(line)
+        write(f"{len(ws.intentional)} intentional change(s) listed, {len(report.stale)} stale")
+        return 1 if report.stale else 0
+
+    def nothing(write: Callable[[str], None]) -> int:
+        raise StepNotRun(f"no evidence recorded at {report.commit[:12]} and no accepted baseline; run the lanes")
+
+    base = dict(commands=(), cwd=ws.project.root, lane="evidence")
+    steps = [PlannedStep(name=b.board, target=b.board, action=board_action(b), action_name=f"evidence diff {b.board}",
+                         **base) for b in report.boards]
+    if not steps:
+        steps.append(PlannedStep(name="evidence", action=nothing, action_name="evidence diff", **base))
+    if ws.intentional:
+        steps.append(PlannedStep(name="intentional-changes", action=stale_action,
+                                 action_name=f"check {display_path(ws.intentional_path)}", **base))
+    return steps
+
+
+def run_evidence_check(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
+                       out: TextIO = sys.stdout) -> RunSummary:
+    """``nox -s evidence``: this commit's captures against the last accepted baseline, per board."""
+    facts = read_git_facts(ws.project.root)
+    with Ledger.open(ws.home) as ledger:
+        report = check(ledger, commit=facts.commit, changes=ws.intentional, intentional_path=ws.intentional_path)
+    for board in report.boards:
+        for line in board.lines():
+            print(line, file=out)
+    for line in report.stale_lines():
+        print(line, file=out)
+    steps = evidence_steps(ws, report)
+    return _finish(run_plan(ws, steps, session="evidence", argv=argv, out=out), options, out)
+
+
+def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | None = None,
+                    out: TextIO = sys.stdout) -> list[BaselineRow]:
+    """``relgate evidence accept``: this commit's clean captures become the release's baseline."""
+    facts = read_git_facts(ws.project.root)
+    with Ledger.open(ws.home) as ledger:
+        rows = accept(ledger, commit=commit or facts.commit, release=release or ws.project.version)
+    for row in rows:
+        print(f"accepted {row.board}: {row.cells} cells of {row.commit_sha[:12]} as release {row.release} "
+              f"({display_path(ws.home / row.path)})", file=out)
+    return rows
 
 
 def _finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:

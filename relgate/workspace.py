@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .errors import InputError, ManifestError
+from .intentional import IntentionalChange, parse_intentional
 from .manifests import BuildsSpec, HostSpec, ProjectSpec, parse_builds, parse_host, parse_project
 from .schema import display_path, read_toml
 
@@ -32,6 +33,11 @@ class Workspace:
     project: ProjectSpec
     builds: BuildsSpec
     hosts: Mapping[str, HostSpec]
+    intentional: tuple[IntentionalChange, ...] = ()  # intentional.toml: evidence re-recorded on purpose
+
+    @property
+    def intentional_path(self) -> Path:
+        return self.manifests_dir / "intentional.toml"
 
     @classmethod
     def load(cls, root: Path, *, manifests: Path | None = None, hosts: Path | None = None,
@@ -54,6 +60,8 @@ class Workspace:
         builds_path = mdir / "builds.toml"
         builds = (_load(builds_path, parse_builds, problems) if builds_path.exists()
                   else BuildsSpec(checks=(), releases={}, matrices={}, diff_base=None, source=builds_path))
+        intentional_path = mdir / "intentional.toml"
+        intentional = (_load(intentional_path, parse_intentional, problems) if intentional_path.exists() else [])
         host_specs: dict[str, HostSpec] = {}
         for path in sorted(hdir.glob("*.toml")):
             spec = _load(path, parse_host, problems)
@@ -69,7 +77,7 @@ class Workspace:
             host_specs.setdefault(LOCAL_HOST.name, LOCAL_HOST)
         assert project is not None and builds is not None
         return cls(root=root, manifests_dir=mdir, hosts_dir=hdir, home=home_dir, project=project,
-                   builds=builds, hosts=host_specs)
+                   builds=builds, hosts=host_specs, intentional=tuple(intentional or ()))
 
     @property
     def local_host(self) -> HostSpec:

@@ -23,11 +23,12 @@ def _exit(session: nox.Session, code: int) -> None:
         session.error(f"{session.name}: red (exit {code}); see the table above")
 
 
-def run_options(session: nox.Session, argv: Sequence[str] | None = None) -> RunOptions:
+def run_options(session: nox.Session, argv: Sequence[str] | None = None, *, names: bool = True) -> RunOptions:
     """The run options after ``--``; bad usage is bad input (exit 2)."""
     holder: list[RunOptions] = []
     args = session.posargs if argv is None else argv
-    code = guarded(lambda: holder.append(parse_run_options(args, prog=f"nox -s {session.name} --")) or 0)
+    prog = f"nox -s {session.name} --"
+    code = guarded(lambda: holder.append(parse_run_options(args, prog=prog, names=names)) or 0)
     _exit(session, code)
     return holder[0]
 
