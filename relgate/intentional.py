@@ -48,7 +48,7 @@ def parse_intentional(data: Mapping[str, Any], *, path: Path) -> list[Intentiona
     c = Checker(path)
     c.keys(data, "", ("change",))
     out = []
-    for i, t in enumerate(c.array_of_tables(data, "", "change")):
+    for i, t in c.array_of_tables(data, "", "change").items():
         prefix = f"change[{i}]"
         c.keys(t, prefix, ("suite", "arm", "key", "board", "reason"), required=("suite", "reason"))
         reason = c.get(t, prefix, "reason", str, "")

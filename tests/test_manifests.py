@@ -19,11 +19,13 @@ from relgate.errors import InputError, ManifestError
 from relgate.manifests import (
     CommandSpec, parse_builds, parse_host, parse_project,
 )
+from relgate.intentional import parse_intentional
 from relgate.schema import display_path, read_toml
 from relgate.workspace import LOCAL_HOST, Workspace
 
 PARSERS: dict[str, Callable[..., Any]] = {
     "project.toml": parse_project, "builds.toml": parse_builds, "gpu.toml": parse_host,
+    "intentional.toml": parse_intentional,
 }
 
 PROJECT_OK = '[project]\nname = "p"\nroot = "."\nkind = "make"\nversion = "1.0.0"\n'
@@ -196,6 +198,16 @@ MALFORMED: list[tuple[str, str, str | bytes, str]] = [
     ("host-boards-not-strings", "gpu.toml", '[host]\nname = "gpu"\nboards = ["H200", 1]\n',
      "host.boards[1]: expected a string, got the number 1"),
     ("host-missing-table", "gpu.toml", 'name = "gpu"\n', "host: missing (required)"),
+    ("intentional-no-reason", "intentional.toml", '[[change]]\nsuite = "scan"\n',
+     "change[0].reason: missing (required)"),
+    ("intentional-empty-reason", "intentional.toml", '[[change]]\nsuite = "scan"\nreason = " "\n',
+     "change[0].reason: must say why this change is intended"),
+    ("intentional-key-without-arm", "intentional.toml", '[[change]]\nsuite = "s"\nkey = "k"\nreason = "r"\n',
+     "change[0].key: a key needs its arm (suite, arm, key name one cell)"),
+    ("intentional-unknown-key", "intentional.toml", '[[change]]\nsuite = "s"\nreason = "r"\nbaord = "H100"\n',
+     'change[0].baord: unknown key — did you mean "board"?'),
+    ("intentional-unknown-table", "intentional.toml", '[[changes]]\nsuite = "s"\n',
+     'changes: unknown key — did you mean "change"?'),
 ]
 
 
