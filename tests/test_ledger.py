@@ -159,3 +159,32 @@ def test_steps_of_one_run_point_to_it_and_keep_host_facts(tmp_path: Path) -> Non
     assert [(r.host, r.board, r.verdict) for r in rows] == [("box1", "H100", Verdict.NOT_RUN),
                                                             ("box2", "MI300X", Verdict.SKIP)]
     assert rows[0].env == {"HF_TOKEN": "***"}
+
+
+def test_a_version_1_ledger_with_rows_migrates_forward_and_keeps_them(tmp_path: Path) -> None:
+    from relgate.ledger import _MIGRATIONS, _split_sql
+
+    conn = sqlite3.connect(tmp_path / "ledger.sqlite3")
+    for statement in _split_sql(_MIGRATIONS[0]):
+        conn.execute(statement)
+    conn.execute("PRAGMA user_version = 1")
+    conn.execute("INSERT INTO runs (id, session, argv, project, project_root, commit_sha, dirty, started)"
+                 " VALUES ('r1', 'host', '[]', 'p', '/p', 'c1', 0, '2026-01-01')")
+    conn.execute("INSERT INTO steps (run_id, session, step, host, commit_sha, dirty, command, started, verdict)"
+                 " VALUES ('r1', 'host', 'build', 'local', 'c1', 0, 'make', '2026-01-01', 'pass')")
+    conn.commit()
+    conn.close()
+    with Ledger.open(tmp_path) as ledger:
+        assert ledger.schema_version == SCHEMA_VERSION
+        (row,) = ledger.steps(commit="c1")
+        assert row.step == "build" and row.verdict is Verdict.PASS and row.reused_from is None
+        assert ledger.evidence(commit="c1") == [] and ledger.baselines() == []
+
+
+def test_a_long_step_gets_live_progress_lines(tinyinfer: Project) -> None:
+    (tinyinfer.manifests / "builds.toml").write_text('[[check]]\nname = "slow"\nrun = "sleep 1.5"\n')
+    env = {**tinyinfer.env, "RELGATE_PROGRESS_SECONDS": "0.3"}
+    done = subprocess.run([sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", "host"], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout
+    assert "... host  slow  [local]  running" in done.stdout
