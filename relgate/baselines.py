@@ -10,7 +10,7 @@ An intentional entry that matches no difference is stale, and that is an error t
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 

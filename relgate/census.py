@@ -57,7 +57,7 @@ from types import MappingProxyType
 from typing import Any
 
 from .errors import InputError
-from .schema import Checker, did_you_mean, display_path
+from .schema import Checker, did_you_mean, display_path, loads_toml, read_text
 from .targets import Target
 
 if sys.version_info >= (3, 11):
@@ -132,8 +132,6 @@ class Violation:
 
 # --- reading the lanes file --------------------------------------------------------------
 
-_TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
-_TOML_END = "(at end of document)"
 _LANES_HEADER = re.compile(r"""^\s*\[\s*(?:lanes|"lanes"|'lanes')\s*\]\s*(?:#.*)?$""")
 _ANY_HEADER = re.compile(r"^\s*\[")
 
@@ -144,7 +142,7 @@ def read_lanes_file(path: Path) -> LanesFile:
     line and column; a value that is not a string: the dotted key ``lanes.KEY``)."""
     path = Path(path)
     shown = display_path(path)
-    text = _read_text(path, shown)
+    text = read_text(path, shown)
     lines = text.split("\n")
     checker = Checker(path)
     rows: list[LaneRow] = []
@@ -172,7 +170,7 @@ def read_lanes_file(path: Path) -> LanesFile:
         seen.add(key)
         if checker.get(row, "lanes", key, str) is not None:
             rows.append(LaneRow(target=key, lane=value, line=index + 1))
-    data = _loads("\n".join(lines), shown)
+    data = loads_toml("\n".join(lines), shown)
     if "lanes" not in data:
         raise InputError(f"{shown}: no [lanes] table (it maps each target name to its lane)")
     table = data["lanes"]
@@ -189,38 +187,6 @@ def read_lanes_file(path: Path) -> LanesFile:
     rows.sort(key=lambda row: row.line)
     tables = MappingProxyType({key: value for key, value in data.items() if key != "lanes"})
     return LanesFile(path=path, rows=tuple(rows), tables=tables)
-
-
-def _read_text(path: Path, shown: str) -> str:
-    try:
-        raw = path.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{shown}: no such file") from None
-    except OSError as exc:
-        raise InputError(f"{shown}: cannot read: {exc.strerror or exc}") from None
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InputError(f"{shown}: not UTF-8 (byte {exc.start})") from None
-
-
-def _loads(text: str, shown: str) -> dict[str, Any]:
-    """tomllib, with errors worded as :func:`relgate.schema.read_toml` words them."""
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        msg = str(exc)
-        pos = _TOML_POS.search(msg)
-        if pos:
-            reason = _TOML_POS.sub("", msg).strip()
-            raise InputError(f"{shown}:{pos.group(1)}:{pos.group(2)}: TOML syntax error: {reason}") from None
-        if _TOML_END in msg:
-            lines = text.split("\n")
-            reason = msg.replace(_TOML_END, "").strip()
-            raise InputError(
-                f"{shown}:{len(lines)}:{len(lines[-1]) + 1}: TOML syntax error: {reason} (at end of file)"
-            ) from None
-        raise InputError(f"{shown}: TOML syntax error: {msg}") from None
 
 
 def _line_of(lines: Sequence[str], key: str) -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 
 __all__ = ["MASK", "is_secret_name", "redact_env", "redact_argv", "argv_secrets", "shell_secrets", "Redactor"]
 
@@ -32,37 +32,29 @@ def redact_env(env: Mapping[str, str]) -> dict[str, str]:
     return {k: (MASK if is_secret_name(k) and v else v) for k, v in env.items()}
 
 
-def redact_argv(argv: Sequence[str]) -> list[str]:
-    """``--token=abc`` → ``--token=***``; ``--token abc`` → ``--token ***``."""
-    out: list[str] = []
+def _walk_argv(argv: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
+    """Each argument as it may be shown, and the secret values it carries."""
     hide_next = False
     for arg in argv:
         if hide_next:
-            out.append(MASK)
             hide_next = False
-            continue
-        if arg.startswith("-") and "=" not in arg and is_secret_name(arg):
-            hide_next = True
-            out.append(arg)
-            continue
-        out.append(_INLINE.sub(lambda m: f"{m['name']}{m['sep']}{MASK}", arg))
-    return out
+            yield MASK, [arg]
+        elif arg.startswith("-") and "=" not in arg and is_secret_name(arg):
+            hide_next = True  # `--token abc`: the next argument is the secret
+            yield arg, []
+        else:
+            yield (_INLINE.sub(lambda m: f"{m['name']}{m['sep']}{MASK}", arg),
+                   [m["value"] for m in _INLINE.finditer(arg)])
+
+
+def redact_argv(argv: Sequence[str]) -> list[str]:
+    """``--token=abc`` → ``--token=***``; ``--token abc`` → ``--token ***``."""
+    return [shown for shown, _ in _walk_argv(argv)]
 
 
 def argv_secrets(argv: Sequence[str]) -> list[str]:
     """The values :func:`redact_argv` hides, so output that echoes them can be hidden too."""
-    out: list[str] = []
-    hide_next = False
-    for arg in argv:
-        if hide_next:
-            out.append(arg)
-            hide_next = False
-            continue
-        if arg.startswith("-") and "=" not in arg and is_secret_name(arg):
-            hide_next = True
-            continue
-        out.extend(m["value"] for m in _INLINE.finditer(arg))
-    return out
+    return [value for _, values in _walk_argv(argv) for value in values]
 
 
 def shell_secrets(command: str) -> list[str]:

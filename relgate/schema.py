@@ -23,7 +23,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["read_toml", "Checker", "display_path", "did_you_mean"]
+__all__ = ["read_text", "loads_toml", "read_toml", "Checker", "display_path", "did_you_mean"]
 
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 _TOML_END = "(at end of document)"
@@ -37,9 +37,9 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
-def read_toml(path: Path) -> dict[str, Any]:
-    """Parse one TOML file; every failure is an :class:`InputError` naming the file."""
-    shown = display_path(path)
+def read_text(path: Path, shown: str | None = None) -> str:
+    """A UTF-8 file's text; every failure is an :class:`InputError` naming the file."""
+    shown = shown or display_path(path)
     try:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
@@ -47,9 +47,13 @@ def read_toml(path: Path) -> dict[str, Any]:
     except OSError as exc:
         raise InputError(f"{shown}: cannot read: {exc.strerror or exc}") from None
     try:
-        text = raw.decode("utf-8")
+        return raw.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InputError(f"{shown}: not UTF-8 (byte {exc.start})") from None
+
+
+def loads_toml(text: str, shown: str) -> dict[str, Any]:
+    """tomllib, with a syntax error worded ``file:LINE:COL: TOML syntax error: …``."""
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -67,6 +71,12 @@ def read_toml(path: Path) -> dict[str, Any]:
                 f"{shown}:{len(lines)}:{len(lines[-1]) + 1}: TOML syntax error: {reason} (at end of file)"
             ) from None
         raise InputError(f"{shown}: TOML syntax error: {msg}") from None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    """Parse one TOML file; every failure is an :class:`InputError` naming the file."""
+    shown = display_path(path)
+    return loads_toml(read_text(path, shown), shown)
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
