@@ -42,10 +42,10 @@ def host_pool(ws: Workspace) -> HostPool:
 
 
 def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv: Sequence[str],
-             reuse: bool = False, out: TextIO = sys.stdout) -> RunSummary:
+             reuse: bool = False, pool: HostPool | None = None, out: TextIO = sys.stdout) -> RunSummary:
     """Run planned steps as one ledger run and print the summary table."""
     facts = read_git_facts(ws.project.root)
-    pool = host_pool(ws)
+    pool = pool or host_pool(ws)
     with Ledger.open(ws.home) as ledger:
         run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
                                   project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
@@ -110,8 +110,10 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
               if every else f"{lane}: no targets in this lane", file=out)
         return None
     if not steps:
-        print(f"{lane}: no targets in this lane", file=out)
-    return _finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, out=out), options, out)
+        print(f"{lane}: none of the named targets is in this lane" if options.names
+              else f"{lane}: no targets in this lane", file=out)
+    return _finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool, out=out),
+                   options, out)
 
 
 def evidence_steps(ws: Workspace, report: EvidenceReport) -> list[PlannedStep]:
