@@ -4,6 +4,8 @@
     nox -s record -- TARGET       record lane: only the named targets, one at a time
     nox -s qualification -- TOOL  one run per board and toolkit
     nox -s evidence               this commit's evidence against the last accepted baseline
+    nox -s package_verify         build the package from the commit, extract, inspect, test offline
+    nox -s publish_dry_run        rehearse the publish (locked dry run / local index upload)
     nox -l                        every session, with what it does
 
 Options after --: target names, --require-all, --reuse, --report FILE.json, --junit FILE.xml.
@@ -27,6 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import sessions.host  # noqa: E402,F401,I001
 import sessions.lanes  # noqa: E402,F401
 import sessions.evidence  # noqa: E402,F401
+import sessions.package  # noqa: E402,F401
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["host"]

@@ -54,6 +54,12 @@ def _parser() -> argparse.ArgumentParser:
     lane = sub.add_parser("lane", help="run one lane (same as nox -s LANE)")
     lane.add_argument("lane", metavar="LANE")
     add_run_options(lane)
+    pv = sub.add_parser("package-verify", help="build the package from the commit, extract, inspect, test it "
+                                               "offline (same as nox -s package_verify)")
+    add_run_options(pv, names=False)
+    pd = sub.add_parser("publish-dry-run", help="rehearse the publish: locked dry run, or upload to a local "
+                                                "index, install, import (same as nox -s publish_dry_run)")
+    add_run_options(pd, names=False)
     st = sub.add_parser("status", help="ledger rows for the current commit")
     st.add_argument("--json", action="store_true", help="machine-readable output")
     st.add_argument("--commit", help="another commit (full sha) instead of HEAD")
@@ -92,6 +98,22 @@ def _cmd_host(args: argparse.Namespace) -> int:
 
     options = options_from(args)
     summary = run_host_checks(_load(args), argv=sys.argv, options=options)
+    return 0 if summary.ok(require_all=options.require_all) else 1
+
+
+def _cmd_package_verify(args: argparse.Namespace) -> int:
+    from .packaging import run_package_verify
+
+    options = options_from(args)
+    summary = run_package_verify(_load(args), argv=sys.argv, options=options)
+    return 0 if summary.ok(require_all=options.require_all) else 1
+
+
+def _cmd_publish_dry_run(args: argparse.Namespace) -> int:
+    from .publish import run_publish_dry_run
+
+    options = options_from(args)
+    summary = run_publish_dry_run(_load(args), argv=sys.argv, options=options)
     return 0 if summary.ok(require_all=options.require_all) else 1
 
 
@@ -146,7 +168,8 @@ def _cmd_evidence(args: argparse.Namespace) -> int:
 
 
 _COMMANDS = {"check": _cmd_check, "host": _cmd_host, "lane": _cmd_lane, "census": _cmd_census,
-             "status": _cmd_status, "evidence": _cmd_evidence}
+             "status": _cmd_status, "evidence": _cmd_evidence, "package-verify": _cmd_package_verify,
+             "publish-dry-run": _cmd_publish_dry_run}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import codecs
 import os
-import shlex
 import signal
 import subprocess
 import threading
@@ -21,7 +20,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from .hosts import Host
-from .redact import Redactor, argv_secrets, is_secret_name, redact_argv, redact_env, shell_secrets
+from .redact import Redactor, argv_secrets, display_command, is_secret_name, redact_env, shell_secrets
 
 __all__ = [
     "CommandRequest", "CommandResult", "LogSink", "FileSink", "Executor", "LocalExecutor",
@@ -58,9 +57,7 @@ class CommandRequest:
 
     def display(self) -> str:
         """The command as a person would type it, secrets redacted."""
-        if self.shell is not None:
-            return Redactor(shell_secrets(self.shell))(self.shell)
-        return shlex.join(redact_argv(self.argv or ()))
+        return display_command(argv=self.argv, shell=self.shell)
 
     def secrets(self) -> list[str]:
         """Secret values the command line itself carries (``--token=…``, ``--password …``)."""

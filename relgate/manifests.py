@@ -17,6 +17,7 @@ from typing import Any
 from .schema import Checker, did_you_mean
 from .scanners import AllowRule
 from .errors import InputError
+from .redact import display_command
 
 __all__ = [
     "PROJECT_KINDS", "CommandSpec", "ProjectSpec", "ReleaseTarget", "Matrix", "Check",
@@ -38,7 +39,8 @@ class CommandSpec:
     shell: str | None = None
 
     def display(self) -> str:
-        return self.shell if self.shell is not None else shlex.join(self.argv or ())
+        """As a person would type it; secrets on the command line (``--token=…``) are hidden."""
+        return display_command(argv=self.argv, shell=self.shell)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,11 +9,16 @@ from pathlib import Path
 from .manifests import BuildsSpec, Check, CommandSpec, StepOptions
 from .scanners import AllowRule
 
-__all__ = ["PlannedStep", "StepNotRun", "plan_host_checks"]
+__all__ = ["PlannedStep", "StepNotRun", "StepFailed", "plan_host_checks"]
 
 
 class StepNotRun(Exception):
     """Raised by an in-process action that found nothing it could check (verdict not-run)."""
+
+
+class StepFailed(Exception):
+    """Raised by an in-process action that checked and found the code under test wrong
+    (verdict fail); the message is the step's reason (the details are already in its log)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,6 +42,8 @@ class PlannedStep:
     # An engine check run in-process instead of commands: writes lines, returns an exit status.
     action: Callable[[Callable[[str], None]], int] | None = None
     action_name: str | None = None  # how the action displays ("relgate census")
+    # Earlier steps of the same run that must pass first; otherwise this one is not run.
+    needs: tuple[str, ...] = ()
 
     def display(self) -> str:
         if self.action is not None:

@@ -10,7 +10,7 @@ import re
 import shlex
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 
-__all__ = ["MASK", "is_secret_name", "redact_env", "redact_argv", "argv_secrets", "shell_secrets", "Redactor"]
+__all__ = ["display_command", "MASK", "is_secret_name", "redact_env", "redact_argv", "argv_secrets", "shell_secrets", "Redactor"]
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"TOKEN|PASSWORD|PASSWD|SECRET|KEY|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -68,6 +68,13 @@ def shell_secrets(command: str) -> list[str]:
         return argv_secrets(list(lexer))
     except ValueError:
         return []
+
+
+def display_command(*, argv: Sequence[str] | None = None, shell: str | None = None) -> str:
+    """A command as a person would type it, with the secrets it carries hidden."""
+    if shell is not None:
+        return Redactor(shell_secrets(shell))(shell)
+    return shlex.join(redact_argv(argv or ()))
 
 
 class Redactor:

@@ -24,7 +24,8 @@ from .executor import TAIL_LINES, CommandRequest, CommandResult, Executor, FileS
 from .gitfacts import GitFacts
 from .hosts import Host
 from .ledger import Ledger
-from .plan import PlannedStep, StepNotRun
+from .plan import PlannedStep, StepFailed, StepNotRun
+from .redact import redact_env
 from .scanners import CompilerWarning, StreamScanner, partition
 from .verdict import Verdict
 
@@ -116,15 +117,18 @@ def sigterm_interrupts() -> Iterator[None]:
 
 def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts: GitFacts,
               pool: HostPool, ledger: Ledger, reporter: Reporter, reuse: bool = False) -> RunSummary:
-    """Run every step to the end (a red step does not stop the ones after it).
+    """Run every step to the end (a red step does not stop the ones after it, except those
+    that name it in ``needs``: they are not-run, "needs NAME, which did not pass").
 
     With ``reuse``, a step that already passed for this exact commit on a clean tree (same
     host and command) is not run again: a new row points at the earlier one.
     """
     summary = RunSummary(run_id=run_id, session=session, facts=facts)
+    passed: set[str] = set()
     with sigterm_interrupts():
         for step in steps:
-            placed = pool.place(step)
+            blocked = next((name for name in step.needs if name not in passed), None)
+            placed = f"needs {blocked}, which did not pass" if blocked is not None else pool.place(step)
             host_name = placed.host.name if not isinstance(placed, str) else "-"
             reporter.step_started(step, host_name)
             try:
@@ -135,6 +139,8 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
                 ledger.finish_run(run_id, "interrupted")
                 raise
             summary.outcomes.append(outcome)
+            if outcome.verdict is Verdict.PASS:
+                passed.add(step.name)
             reporter.step_finished(outcome)
     ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
     return summary
@@ -144,7 +150,7 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
              ledger: Ledger, reuse: bool) -> StepOutcome:
     row = dict(run_id=run_id, session=session, step=step.name, lane=step.lane, target=step.target,
                commit=facts.commit, dirty=facts.dirty, command=step.display(), cwd=str(step.cwd),
-               env=dict(step.env))
+               env=redact_env(step.env))  # a secret-named variable's value never reaches the ledger
     if step.skip or isinstance(placed, str):
         verdict, reason = (Verdict.SKIP, step.skip) if step.skip else (Verdict.NOT_RUN, str(placed))
         step_id = ledger.record_step(verdict=verdict, reason=reason, host="-", board=None, driver=None,
@@ -174,7 +180,7 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     scanner = StreamScanner() if step.scan_warnings else None
     captured: list[str] = []
     results: list[CommandResult] = []
-    not_run: str | None = None
+    judged: tuple[Verdict, str] | None = None  # an action's own verdict (not-run, fail) and reason
     interrupted: BaseException | None = None
     with open(partial, "w", encoding="utf-8") as fh:
         log = FileSink(fh, partial)
@@ -184,9 +190,9 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         try:
             if step.action is not None:
                 log.write(f"$ {step.display()}  (in-process)\n")
-                result, not_run = _run_action(step, sink, host.name)
+                result, judged = _run_action(step, sink, host.name)
                 results.append(result)
-            for command in step.commands:
+            for command in step.commands if not results or results[-1].ok else ():
                 log.write(f"$ {command.display()}\n")
                 request = CommandRequest(argv=command.argv, shell=command.shell, cwd=step.cwd,
                                          env={**step.env, **env}, timeout=step.timeout)
@@ -209,8 +215,8 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     found = scanner.finish() if scanner is not None else []
     denied, allowed = partition(found, step.allow) if found else ([], [])
     verdict, reason = _judge(step, results, denied, "".join(captured))
-    if not_run is not None:
-        verdict, reason = Verdict.NOT_RUN, not_run
+    if judged is not None:
+        verdict, reason = judged
     if step.timing_only and verdict is Verdict.PASS:
         reason = "timing only: ran to the end, the numbers are kept, not judged"
     stored = None
@@ -231,9 +237,10 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                        allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored)
 
 
-def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult, str | None]:
+def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult, tuple[Verdict, str] | None]:
     """An engine check run in this process (no interpreter start), recorded like a command;
-    the second item says why it could not check anything (not-run), if so."""
+    the second item is the action's own verdict and reason: not-run (:class:`StepNotRun`: it
+    could not check anything) or fail (:class:`StepFailed`: it found the code wrong), if so."""
     started = datetime.now(timezone.utc)
     t0 = time.monotonic()
     tail: list[str] = []
@@ -243,19 +250,22 @@ def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult
         tail.append(line + "\n")
 
     assert step.action is not None
-    not_run = None
+    judged = None
     try:
         code, error = step.action(write), None
     except StepNotRun as exc:
-        code, error, not_run = None, None, str(exc)
+        code, error, judged = None, None, (Verdict.NOT_RUN, str(exc))
         write(f"not run: {exc}")
+    except StepFailed as exc:
+        code, error, judged = 1, None, (Verdict.FAIL, str(exc))
+        write(f"fail: {exc}")
     except RelgateError as exc:
         code, error = 2, "; ".join(exc.lines())
         write(error)
     return CommandResult(host=host, command=step.display(), cwd=str(step.cwd), env={}, exit_code=code,
                          signal=None, started=started, duration=time.monotonic() - t0, timed_out=False,
                          spawn_error=None if error is None else f"{step.display()}: {error}",
-                         log_path=sink.path, tail="".join(tail[-TAIL_LINES:])), not_run
+                         log_path=sink.path, tail="".join(tail[-TAIL_LINES:])), judged
 
 
 def _judge(step: PlannedStep, results: list[CommandResult], warnings: list[CompilerWarning],

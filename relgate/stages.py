@@ -23,7 +23,7 @@ from .verdict import Verdict
 from .workspace import Workspace
 
 __all__ = ["host_pool", "run_plan", "census", "census_step", "plan_host", "run_host_checks", "run_lane",
-           "evidence_steps", "run_evidence_check", "accept_evidence"]
+           "evidence_steps", "run_evidence_check", "accept_evidence", "finish"]
 
 
 def host_pool(ws: Workspace) -> HostPool:
@@ -87,7 +87,7 @@ def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions =
                     session: str = "host", out: TextIO = sys.stdout) -> RunSummary:
     """``nox -s host``: everything :func:`plan_host` plans, on the hosts that offer it."""
     steps = plan_host(ws, names=options.names)
-    return _finish(run_plan(ws, steps, session=session, argv=argv, reuse=options.reuse, out=out), options, out)
+    return finish(run_plan(ws, steps, session=session, argv=argv, reuse=options.reuse, out=out), options, out)
 
 
 def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptions = RunOptions(),
@@ -112,7 +112,7 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
     if not steps:
         print(f"{lane}: none of the named targets is in this lane" if options.names
               else f"{lane}: no targets in this lane", file=out)
-    return _finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool, out=out),
+    return finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool, out=out),
                    options, out)
 
 
@@ -163,7 +163,7 @@ def run_evidence_check(ws: Workspace, *, argv: Sequence[str], options: RunOption
     for line in report.stale_lines():
         print(line, file=out)
     steps = evidence_steps(ws, report)
-    return _finish(run_plan(ws, steps, session="evidence", argv=argv, out=out), options, out)
+    return finish(run_plan(ws, steps, session="evidence", argv=argv, out=out), options, out)
 
 
 def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | None = None,
@@ -178,7 +178,7 @@ def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | 
     return rows
 
 
-def _finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:
+def finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:
     not_run = summary.count(Verdict.NOT_RUN)
     if not_run and options.require_all:
         print(f"--require-all: {not_run} step(s) not run count as a failure", file=out)
@@ -193,3 +193,4 @@ def _finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary
         write_junit(summary, options.junit, require_all=options.require_all)
         print(f"junit: {display_path(options.junit)}", file=out)
     return summary
+

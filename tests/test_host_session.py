@@ -125,3 +125,19 @@ def test_skip_and_expect_output_are_honoured(tinyinfer: Project) -> None:
     assert rows["cli-help"]["verdict"] == "fail"
     assert rows["cli-help"]["reason"] == "output does not match /^Usage: other/"
     assert rows["soak"]["verdict"] == "skip" and rows["soak"]["reason"] == "soak runs nightly, not per release"
+
+
+def test_a_secret_on_a_manifest_command_line_reaches_no_log_and_no_row(tinyinfer: Project) -> None:
+    secret = "s3cr3t-token-value"
+    (tinyinfer.manifests / "builds.toml").write_text(
+        f'[[check]]\nname = "argv"\nrun = ["echo", "--token={secret}", "--password", "{secret}2"]\n'
+        f'[[check]]\nname = "shell"\nshell = true\nrun = "echo --api-key={secret}3 && true"\n')
+    done = tinyinfer.nox("host")
+    assert done.returncode == 0, done.stdout
+    assert secret not in done.stdout + done.stderr
+    for path in tinyinfer.home.rglob("*"):
+        if path.is_file():
+            assert secret.encode() not in path.read_bytes(), path
+    rows = {r["step"]: r for r in status(tinyinfer)}
+    assert rows["argv"]["command"] == "echo '--token=***' --password '***'"
+    assert rows["shell"]["command"] == "echo --api-key=*** && true"

@@ -1,0 +1,30 @@
+"""``nox -s package_verify`` and ``nox -s publish_dry_run``: the package the candidate commit
+ships, built, extracted and verified offline; then the publish, rehearsed.
+Options after ``--``: --require-all, --report FILE.json, --junit FILE.xml."""
+
+from __future__ import annotations
+
+import nox
+
+from relgate.packaging import run_package_verify
+from relgate.publish import run_publish_dry_run
+
+from ._common import run_options, run_stage
+
+
+@nox.session(python=False, tags=["package"])
+def package_verify(session: nox.Session) -> None:
+    """Package: build it from the commit, extract it safely, inspect it, test it offline in the extracted tree."""
+    options = run_options(session, names=False)
+    argv = ["nox", "-s", session.name, *session.posargs]
+    run_stage(session, lambda ws: run_package_verify(ws, argv=argv, options=options)
+              .ok(require_all=options.require_all))
+
+
+@nox.session(python=False, tags=["package"])
+def publish_dry_run(session: nox.Session) -> None:
+    """Publish rehearsal: locked cargo publish --dry-run, or twine upload to a local index, install, import."""
+    options = run_options(session, names=False)
+    argv = ["nox", "-s", session.name, *session.posargs]
+    run_stage(session, lambda ws: run_publish_dry_run(ws, argv=argv, options=options)
+              .ok(require_all=options.require_all))

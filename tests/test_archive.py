@@ -1,0 +1,185 @@
+"""Safe extraction (relgate.archive): hostile archives are refused before anything is written,
+naming the archive and the member; good ones extract completely. Pure: no network, no tools."""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from relgate.archive import ArchiveError, extract, read_members
+from relgate.errors import InputError
+
+Entry = tuple  # (name, kind, payload): kind file | dir | symlink | hardlink | chr | fifo
+
+
+def make_tar(path: Path, entries: list[Entry], mode: str = "w:gz") -> Path:
+    with tarfile.open(path, mode) as tf:
+        for name, kind, payload in entries:
+            info = tarfile.TarInfo(name)
+            if kind == "file":
+                data = payload if isinstance(payload, bytes) else b"data\n"
+                info.size = len(data)
+                info.mode = 0o644
+                tf.addfile(info, io.BytesIO(data))
+                continue
+            info.type = {"dir": tarfile.DIRTYPE, "symlink": tarfile.SYMTYPE, "hardlink": tarfile.LNKTYPE,
+                         "chr": tarfile.CHRTYPE, "fifo": tarfile.FIFOTYPE}[kind]
+            if kind in ("symlink", "hardlink"):
+                info.linkname = payload
+            tf.addfile(info)
+    return path
+
+
+def make_zip(path: Path, entries: list[Entry]) -> Path:
+    with zipfile.ZipFile(path, "w") as zf:
+        for name, kind, payload in entries:
+            info = zipfile.ZipInfo(name)
+            if kind == "symlink":
+                info.external_attr = (stat.S_IFLNK | 0o777) << 16
+                zf.writestr(info, payload)
+            elif kind == "chr":
+                info.external_attr = (stat.S_IFCHR | 0o644) << 16
+                zf.writestr(info, b"")
+            else:
+                info.external_attr = (stat.S_IFREG | 0o644) << 16
+                zf.writestr(info, payload if isinstance(payload, bytes) else b"data\n")
+    return path
+
+
+def tree(root: Path) -> set[str]:
+    return {str(p.relative_to(root)) for p in root.rglob("*")}
+
+
+HOSTILE = [
+    ("dotdot", [("pkg/ok.txt", "file", None), ("pkg/../../escaped.txt", "file", None)],
+     "pkg/../../escaped.txt", "'..' in the path"),
+    ("absolute", [("/tmp/relgate-absolute-escape.txt", "file", None)],
+     "/tmp/relgate-absolute-escape.txt", "absolute path"),
+    ("symlink-out", [("pkg/link", "symlink", "../../.."), ("pkg/link/escaped.txt", "file", None)],
+     "pkg/link", "points outside the extraction folder"),
+    ("symlink-absolute", [("pkg/passwd", "symlink", "/etc/passwd")], "pkg/passwd", "symlink to an absolute path"),
+    ("through-symlink", [("pkg/here", "symlink", "."), ("pkg/here/x.txt", "file", None)],
+     "pkg/here/x.txt", "goes through the symlink pkg/here"),
+    ("hardlink-out", [("pkg/hard", "hardlink", "../../etc/passwd")], "pkg/hard", "'..' in the path"),
+    ("hardlink-unknown", [("pkg/hard", "hardlink", "pkg/nothing")], "pkg/hard", "not an earlier regular file"),
+    ("device", [("pkg/null", "chr", None)], "pkg/null", "device file"),
+    ("fifo", [("pkg/pipe", "fifo", None)], "pkg/pipe", "FIFO"),
+    ("duplicate", [("pkg/a.txt", "file", b"1"), ("pkg/a.txt", "file", b"2")], "pkg/a.txt", "duplicate member"),
+    ("backslash", [("pkg\\..\\..\\evil.txt", "file", None)], "pkg\\..\\..\\evil.txt", "backslash"),
+    ("file-over-folder", [("pkg/sub/x.txt", "file", None), ("pkg/sub", "symlink", "x.txt")], "pkg/sub",
+     "where earlier members have a folder"),
+]
+
+
+@pytest.mark.parametrize("label,entries,member,words", HOSTILE, ids=[h[0] for h in HOSTILE])
+def test_hostile_tar_is_refused_naming_archive_and_member_and_nothing_is_written(
+        tmp_path: Path, label: str, entries: list[Entry], member: str, words: str) -> None:
+    archive = make_tar(tmp_path / f"{label}.tar.gz", entries)
+    work = tmp_path / "work"
+    work.mkdir()
+    before = tree(tmp_path)
+    with pytest.raises(ArchiveError) as caught:
+        extract(archive, work / "out")
+    message = str(caught.value)
+    assert message.startswith(f"{archive}: member {member!r}: ") or message.startswith(
+        f"{os.path.relpath(archive)}: member {member!r}: ")
+    assert words in message
+    assert caught.value.member == member and caught.value.exit_code == 2 and isinstance(caught.value, InputError)
+    assert tree(tmp_path) == before  # no output folder, no partial folder, nothing outside
+    assert not Path("/tmp/relgate-absolute-escape.txt").exists()
+
+
+@pytest.mark.parametrize("entries,member,words", [
+    ([("../evil.txt", "file", None)], "../evil.txt", "'..' in the path"),
+    ([("/abs.txt", "file", None)], "/abs.txt", "absolute path"),
+    ([("C:/evil.txt", "file", None)], "C:/evil.txt", "absolute path"),
+    ([("pkg/link", "symlink", "../../outside")], "pkg/link", "points outside"),
+    ([("pkg/dev", "chr", None)], "pkg/dev", "device file"),
+], ids=["dotdot", "absolute", "drive", "symlink-out", "device"])
+def test_hostile_zip_is_refused(tmp_path: Path, entries: list[Entry], member: str, words: str) -> None:
+    archive = make_zip(tmp_path / "evil.whl", entries)
+    with pytest.raises(ArchiveError) as caught:
+        extract(archive, tmp_path / "out")
+    assert caught.value.member == member and words in str(caught.value)
+    assert not (tmp_path / "out").exists() and not (tmp_path / "evil.txt").exists()
+
+
+def test_good_tar_extracts_files_modes_inner_links_and_hardlinks_as_copies(tmp_path: Path) -> None:
+    archive = tmp_path / "pkg-1.0.crate"  # a crate is a gzip tar
+    with tarfile.open(archive, "w:gz") as tf:
+        for name, data, mode in (("pkg-1.0/src/lib.rs", b"fn main() {}\n", 0o6755),
+                                 ("pkg-1.0/README.md", b"# pkg\n", 0o600)):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = len(data), mode
+            tf.addfile(info, io.BytesIO(data))
+        link = tarfile.TarInfo("pkg-1.0/docs/readme")
+        link.type, link.linkname = tarfile.SYMTYPE, "../README.md"
+        tf.addfile(link)
+        hard = tarfile.TarInfo("pkg-1.0/README.copy")
+        hard.type, hard.linkname = tarfile.LNKTYPE, "pkg-1.0/README.md"
+        tf.addfile(hard)
+    done = extract(archive, tmp_path / "out")
+    assert done.top == "pkg-1.0" and done.root == tmp_path / "out" / "pkg-1.0"
+    root = done.root
+    assert (root / "src/lib.rs").read_bytes() == b"fn main() {}\n"
+    assert stat.S_IMODE((root / "src/lib.rs").stat().st_mode) == 0o755  # setuid/setgid dropped
+    assert stat.S_IMODE((root / "README.md").stat().st_mode) == 0o644
+    assert os.readlink(root / "docs/readme") == "../README.md" and (root / "docs/readme").read_text() == "# pkg\n"
+    assert not (root / "README.copy").is_symlink() and (root / "README.copy").read_text() == "# pkg\n"
+    assert os.stat(root / "README.copy").st_ino != os.stat(root / "README.md").st_ino
+    assert done.files == 3 and sorted(p.name for p in tmp_path.iterdir()) == ["out", "pkg-1.0.crate"]
+
+
+@pytest.mark.parametrize("mode,suffix", [("w", ".tar"), ("w:bz2", ".tar.bz2"), ("w:xz", ".tar.xz")])
+def test_plain_bzip2_and_xz_tars(tmp_path: Path, mode: str, suffix: str) -> None:
+    archive = make_tar(tmp_path / f"a{suffix}", [("a/b.txt", "file", b"b\n")], mode)
+    assert extract(archive, tmp_path / "out").root.joinpath("b.txt").read_text() == "b\n"
+
+
+def test_zip_with_folders_and_no_single_top(tmp_path: Path) -> None:
+    archive = make_zip(tmp_path / "w.whl", [("pkg/__init__.py", "file", b""), ("pkg-1.0.dist-info/METADATA", "file",
+                                                                              b"Name: pkg\n")])
+    done = extract(archive, tmp_path / "out")
+    assert done.top is None and done.root == tmp_path / "out"
+    assert (done.root / "pkg-1.0.dist-info/METADATA").read_text() == "Name: pkg\n"
+    assert [m.name for m in read_members(archive)] == ["pkg/__init__.py", "pkg-1.0.dist-info/METADATA"]
+
+
+def test_dot_slash_names_and_the_root_entry_are_normalised(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "dot.tar.gz", [(".", "dir", None), ("./a/./b.txt", "file", b"x")])
+    done = extract(archive, tmp_path / "out")
+    assert [m.name for m in done.members] == ["a/b.txt"] and (tmp_path / "out/a/b.txt").read_bytes() == b"x"
+
+
+def test_an_archive_past_the_size_limit_is_refused(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "big.tar.gz", [("a/big.bin", "file", b"0" * 4096)])
+    with pytest.raises(ArchiveError, match="expands past 1000 bytes"):
+        extract(archive, tmp_path / "out", max_bytes=1000)
+    assert not (tmp_path / "out").exists()
+
+
+def test_corrupt_and_missing_archives_are_errors_naming_them(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.tar.gz"
+    bad.write_bytes(b"\x1f\x8b\x08\x00not really gzip")
+    with pytest.raises(ArchiveError, match="bad.tar.gz: "):
+        extract(bad, tmp_path / "out")
+    with pytest.raises(ArchiveError, match="no such file"):
+        extract(tmp_path / "nope.zip", tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
+def test_extraction_needs_a_fresh_folder(tmp_path: Path) -> None:
+    archive = make_tar(tmp_path / "a.tar.gz", [("a/b.txt", "file", None)])
+    (tmp_path / "used").mkdir()
+    (tmp_path / "used" / "keep.txt").write_text("mine")
+    with pytest.raises(InputError, match="already exists; extraction needs a fresh folder"):
+        extract(archive, tmp_path / "used")
+    assert tree(tmp_path / "used") == {"keep.txt"}
+    (tmp_path / "empty").mkdir()
+    assert extract(archive, tmp_path / "empty").root.joinpath("b.txt").is_file()
