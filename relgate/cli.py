@@ -8,6 +8,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from . import __version__
 from .errors import InputError, RelgateError
@@ -93,36 +94,35 @@ def _cmd_check(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_stage(args: argparse.Namespace, stage: Callable[..., Any], *stage_args: Any) -> int:
+    """Run a stage with the run options; 0 when it is green (None: it only listed)."""
+    options = options_from(args)
+    summary = stage(_load(args), *stage_args, argv=sys.argv, options=options)
+    return 0 if summary is None or summary.ok(require_all=options.require_all) else 1
+
+
 def _cmd_host(args: argparse.Namespace) -> int:
     from .stages import run_host_checks
 
-    options = options_from(args)
-    summary = run_host_checks(_load(args), argv=sys.argv, options=options)
-    return 0 if summary.ok(require_all=options.require_all) else 1
-
-
-def _cmd_package_verify(args: argparse.Namespace) -> int:
-    from .packaging import run_package_verify
-
-    options = options_from(args)
-    summary = run_package_verify(_load(args), argv=sys.argv, options=options)
-    return 0 if summary.ok(require_all=options.require_all) else 1
-
-
-def _cmd_publish_dry_run(args: argparse.Namespace) -> int:
-    from .publish import run_publish_dry_run
-
-    options = options_from(args)
-    summary = run_publish_dry_run(_load(args), argv=sys.argv, options=options)
-    return 0 if summary.ok(require_all=options.require_all) else 1
+    return _run_stage(args, run_host_checks)
 
 
 def _cmd_lane(args: argparse.Namespace) -> int:
     from .stages import run_lane
 
-    options = options_from(args)
-    summary = run_lane(_load(args), args.lane, argv=sys.argv, options=options)
-    return 0 if summary is None or summary.ok(require_all=options.require_all) else 1
+    return _run_stage(args, run_lane, args.lane)
+
+
+def _cmd_package_verify(args: argparse.Namespace) -> int:
+    from .packaging import run_package_verify
+
+    return _run_stage(args, run_package_verify)
+
+
+def _cmd_publish_dry_run(args: argparse.Namespace) -> int:
+    from .publish import run_publish_dry_run
+
+    return _run_stage(args, run_publish_dry_run)
 
 
 def _cmd_census(args: argparse.Namespace) -> int:
@@ -162,9 +162,7 @@ def _cmd_evidence(args: argparse.Namespace) -> int:
     if args.evidence_command == "accept":
         accept_evidence(_load(args), release=args.release, commit=args.commit)
         return 0
-    options = options_from(args)
-    summary = run_evidence_check(_load(args), argv=sys.argv, options=options)
-    return 0 if summary.ok(require_all=options.require_all) else 1
+    return _run_stage(args, run_evidence_check)
 
 
 _COMMANDS = {"check": _cmd_check, "host": _cmd_host, "lane": _cmd_lane, "census": _cmd_census,

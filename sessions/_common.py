@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -31,6 +32,20 @@ def run_options(session: nox.Session, argv: Sequence[str] | None = None, *, name
     code = guarded(lambda: holder.append(parse_run_options(args, prog=prog, names=names)) or 0)
     _exit(session, code)
     return holder[0]
+
+
+def stage_session(session: nox.Session, stage: Callable[..., Any], *stage_args: Any, names: bool = True,
+                  posargs: Sequence[str] | None = None) -> None:
+    """A session that runs one engine stage with the run options after ``--``: green when
+    nothing failed (or only listed), red otherwise; bad input exits 2."""
+    options = run_options(session, posargs, names=names)
+    argv = ["nox", "-s", session.name, *session.posargs]
+
+    def green(ws: Workspace) -> bool:
+        summary = stage(ws, *stage_args, argv=argv, options=options)
+        return summary is None or summary.ok(require_all=options.require_all)
+
+    run_stage(session, green)
 
 
 def run_stage(session: nox.Session, stage: Callable[[Workspace], bool]) -> None:

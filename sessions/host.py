@@ -6,12 +6,10 @@ import nox
 
 from relgate.stages import run_host_checks
 
-from ._common import run_options, run_stage
+from ._common import stage_session
 
 
 @nox.session(python=False, tags=["host", "qualify"])
 def host(session: nox.Session) -> None:
     """Host checks: lane census, warning-free release builds, tests, --help, git diff --check."""
-    options = run_options(session)
-    run_stage(session, lambda ws: run_host_checks(ws, argv=["nox", "-s", session.name, *session.posargs],
-                                                  options=options).ok(require_all=options.require_all))
+    stage_session(session, run_host_checks)

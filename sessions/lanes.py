@@ -12,19 +12,12 @@ from relgate.cli import main
 from relgate.lanes import BUILTIN_LANE_DEFS
 from relgate.stages import run_lane
 
-from ._common import WORKSPACE, run_options, run_stage
+from ._common import WORKSPACE, stage_session
 
 
 def _lane_session(lane: str) -> None:
     def session_func(session: nox.Session) -> None:
-        options = run_options(session)
-        argv = ["nox", "-s", session.name, *session.posargs]
-
-        def stage(ws):  # type: ignore[no-untyped-def]
-            summary = run_lane(ws, lane, argv=argv, options=options)
-            return summary is None or summary.ok(require_all=options.require_all)
-
-        run_stage(session, stage)
+        stage_session(session, run_lane, lane)
 
     session_func.__name__ = lane
     session_func.__doc__ = f"{lane} lane: {BUILTIN_LANE_DEFS[lane].description}."
@@ -42,15 +35,7 @@ def project_lane(session: nox.Session) -> None:
     """A project-defined lane: nox -s lane -- NAME [TARGET …] [--require-all] [--reuse]."""
     if not session.posargs:
         session.error("name the lane: nox -s lane -- NAME")
-    lane, rest = session.posargs[0], session.posargs[1:]
-    options = run_options(session, rest)
-    argv = ["nox", "-s", "lane", *session.posargs]
-
-    def stage(ws):  # type: ignore[no-untyped-def]
-        summary = run_lane(ws, lane, argv=argv, options=options)
-        return summary is None or summary.ok(require_all=options.require_all)
-
-    run_stage(session, stage)
+    stage_session(session, run_lane, session.posargs[0], posargs=session.posargs[1:])
 
 
 @nox.session(python=False, tags=["host", "lanes"])

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import nox
 
-from ._common import run_options, run_stage
+from ._common import stage_session
 
 # The packaging engine is imported when one of these sessions runs, not with the noxfile:
 # every other session (`nox -s host` …) would pay for it.
@@ -17,10 +17,7 @@ def package_verify(session: nox.Session) -> None:
     """Package: build it from the commit, extract it safely, inspect it, test it offline in the extracted tree."""
     from relgate.packaging import run_package_verify
 
-    options = run_options(session, names=False)
-    argv = ["nox", "-s", session.name, *session.posargs]
-    run_stage(session, lambda ws: run_package_verify(ws, argv=argv, options=options)
-              .ok(require_all=options.require_all))
+    stage_session(session, run_package_verify, names=False)
 
 
 @nox.session(python=False, tags=["package"])
@@ -28,7 +25,4 @@ def publish_dry_run(session: nox.Session) -> None:
     """Publish rehearsal: locked cargo publish --dry-run, or twine upload to a local index, install, import."""
     from relgate.publish import run_publish_dry_run
 
-    options = run_options(session, names=False)
-    argv = ["nox", "-s", session.name, *session.posargs]
-    run_stage(session, lambda ws: run_publish_dry_run(ws, argv=argv, options=options)
-              .ok(require_all=options.require_all))
+    stage_session(session, run_publish_dry_run, names=False)

@@ -201,3 +201,19 @@ def test_bad_run_options_are_bad_input(tinyinfer: Project) -> None:
     assert done.returncode == 2
     assert "unrecognized arguments: --no-such-flag" in done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
+
+
+def test_a_project_defined_lane_runs_by_name(tinyinfer: Project) -> None:
+    lanes = tinyinfer.manifests / "lanes.toml"
+    lanes.write_text(lanes.read_text().replace('"matvec-bench" = "bench"\n', '"matvec-bench" = "bench"\n'
+                                               '"soak-cpu" = "soak"\n')
+                     + '\n[lane.soak]\ndescription = "long CPU soak"\nmode = "all"\n'
+                       '\n[target.soak-cpu]\npath = "Makefile"\ncommand = "make test"\n')
+    done = tinyinfer.nox("lane", extra=("--", "soak"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert _rows(tinyinfer)["soak-cpu"]["lane"] == "soak"
+    typo = tinyinfer.nox("lane", extra=("--", "saok"))
+    assert typo.returncode == 2
+    assert "no lane 'saok' — did you mean \"soak\"?" in typo.stdout + typo.stderr
+    census = tinyinfer.relgate("census")
+    assert census.returncode == 0, census.stdout  # a declared lane is a known lane
