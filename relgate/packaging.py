@@ -61,6 +61,7 @@ from .redact import Redactor
 from .runner import RunSummary
 from .schema import display_path
 from .targets import Target
+from .workspace import Workspace
 
 __all__ = ["Network", "Plan", "Work", "declared_targets", "detect_network", "new_plan", "plan_package_verify",
            "run_package_verify", "wheel_requirements"]
@@ -450,7 +451,7 @@ def wheelhouse_step(plan: Plan, lock: Path | None, name: str = "wheelhouse") -> 
 # --- package_verify -----------------------------------------------------------------------------
 
 
-def declared_targets(ws: Any) -> tuple[tuple[Target, ...], dict[str, str]]:
+def declared_targets(ws: Workspace) -> tuple[tuple[Target, ...], dict[str, str]]:
     """The project's declared targets and their lanes (none for a project without lanes)."""
     from .lanes import load_lanes
 
@@ -596,9 +597,9 @@ def plan_package_verify(plan: Plan, *, targets: Sequence[Target] = (),
     return steps
 
 
-def new_plan(ws: Any, session: str, lane: str) -> Plan:
+def new_plan(ws: Workspace, session: str, lane: str) -> Plan:
     """Load what a package stage needs (bad input: exit 2, before anything runs) and make its work folder."""
-    manifest = load_package_manifest(ws.manifests_dir, ws.project)
+    manifest = ws.package or load_package_manifest(ws.manifests_dir, ws.project)  # the defaults, without a file
     facts = read_git_facts(ws.project.root)
     network = detect_network()
     try:
@@ -629,7 +630,7 @@ def cleanup(plan: Plan, out: TextIO) -> None:
         plan.work.remove()
 
 
-def run_package_verify(ws: Any, *, argv: Sequence[str], options: RunOptions = RunOptions(),
+def run_package_verify(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
                        out: TextIO = sys.stdout) -> RunSummary:
     """``nox -s package_verify``: build, extract, inspect, verify offline — one ledger run."""
     from .stages import finish, run_plan

@@ -65,6 +65,7 @@ from .plan import PlannedStep, StepFailed
 from .redact import is_secret_name
 from .runner import RunSummary
 from .schema import display_path, read_toml
+from .workspace import Workspace
 
 __all__ = ["PYPISERVER", "cache_root", "LocalIndex", "cargo_registry_source", "compare_lock", "plan_publish_dry_run",
            "run_publish_dry_run"]
@@ -452,7 +453,7 @@ def plan_publish_dry_run(plan: Plan, *, environ: Mapping[str, str] = os.environ,
                               "tarball)")], None
 
 
-def run_publish_dry_run(ws: Any, *, argv: Sequence[str], options: RunOptions = RunOptions(),
+def run_publish_dry_run(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
                         out: TextIO = sys.stdout, environ: Mapping[str, str] = os.environ) -> RunSummary:
     """``nox -s publish_dry_run``: the rehearsal, one ledger run; the local index is always stopped."""
     from .stages import finish, run_plan

@@ -34,6 +34,7 @@ class Workspace:
     builds: BuildsSpec
     hosts: Mapping[str, HostSpec]
     intentional: tuple[IntentionalChange, ...] = ()  # intentional.toml: evidence re-recorded on purpose
+    package: Any = None  # package.toml (relgate.package_manifest.PackageManifest) when the folder has one
 
     @property
     def intentional_path(self) -> Path:
@@ -62,6 +63,11 @@ class Workspace:
                   else BuildsSpec(checks=(), releases={}, matrices={}, diff_base=None, source=builds_path))
         intentional_path = mdir / "intentional.toml"
         intentional = (_load(intentional_path, parse_intentional, problems) if intentional_path.exists() else [])
+        package = None
+        if project is not None and (mdir / "package.toml").exists():
+            from .package_manifest import load_package_manifest  # only projects that keep one pay for it
+
+            package = _collect(lambda: load_package_manifest(mdir, project), problems)
         host_specs: dict[str, HostSpec] = {}
         for path in sorted(hdir.glob("*.toml")):
             spec = _load(path, parse_host, problems)
@@ -77,7 +83,7 @@ class Workspace:
             host_specs.setdefault(LOCAL_HOST.name, LOCAL_HOST)
         assert project is not None and builds is not None
         return cls(root=root, manifests_dir=mdir, hosts_dir=hdir, home=home_dir, project=project,
-                   builds=builds, hosts=host_specs, intentional=tuple(intentional or ()))
+                   builds=builds, hosts=host_specs, intentional=tuple(intentional or ()), package=package)
 
     @property
     def local_host(self) -> HostSpec:
@@ -92,12 +98,16 @@ def _pick(arg: Path | None, env: str | None, default: Path, base: Path) -> Path:
     return default
 
 
-def _load(path: Path, parse: Callable[..., T], problems: list[str]) -> T | None:
+def _collect(load: Callable[[], T], problems: list[str]) -> T | None:
+    """``load()``, or None with its problems added to ``problems``."""
     try:
-        data: dict[str, Any] = read_toml(path)
-        return parse(data, path=path)
+        return load()
     except ManifestError as exc:
         problems.extend(exc.problems)
     except InputError as exc:
         problems.append(str(exc))
     return None
+
+
+def _load(path: Path, parse: Callable[..., T], problems: list[str]) -> T | None:
+    return _collect(lambda: parse(read_toml(path), path=path), problems)
