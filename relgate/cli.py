@@ -13,9 +13,9 @@ from typing import Any
 from . import __version__
 from .errors import InputError, RelgateError
 from .executor import Interrupted
-from .options import add_run_options, options_from
 from .gitfacts import read_git_facts
 from .ledger import Ledger
+from .options import add_run_options, options_from
 from .workspace import Workspace
 
 __all__ = ["main", "guarded"]

@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .schema import Checker, did_you_mean
-from .scanners import AllowRule
 from .errors import InputError
 from .redact import display_command
+from .scanners import AllowRule
+from .schema import Checker, did_you_mean
 
 __all__ = [
     "PROJECT_KINDS", "CommandSpec", "ProjectSpec", "ReleaseTarget", "Matrix", "Check",

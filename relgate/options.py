@@ -32,8 +32,10 @@ def add_run_options(p: argparse.ArgumentParser, *, names: bool = True) -> None:
                    help="a step nothing could run (not-run) fails the run (also RELGATE_REQUIRE_ALL=1)")
     p.add_argument("--reuse", action="store_true",
                    help="keep passes already recorded for this exact commit on a clean tree")
-    p.add_argument("--report", type=Path, metavar="FILE.json", help="write a JSON report")
-    p.add_argument("--junit", type=Path, metavar="FILE.xml", help="write a JUnit XML report")
+    p.add_argument("--report", type=Path, metavar="FILE.json",
+                   help="write a JSON report ({session} in the name: one file per session)")
+    p.add_argument("--junit", type=Path, metavar="FILE.xml",
+                   help="write a JUnit XML report ({session} in the name: one file per session)")
     if names:
         p.add_argument("names", nargs="*", metavar="TARGET", help="run only these targets")
 

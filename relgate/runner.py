@@ -12,10 +12,10 @@ import re
 import signal
 import threading
 import time
-from datetime import datetime, timezone
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Protocol
 

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TextIO
 
+from .baselines import BoardReport, EvidenceReport, accept, check
+from .census import census_exit_code, render_violations, run_census
 from .console import ConsoleReporter, render_summary
 from .errors import InputError
 from .executor import LocalExecutor
 from .gitfacts import read_git_facts
 from .hosts import Host, HostFacts, detect_local
-from .baselines import BoardReport, EvidenceReport, accept, check
-from .census import census_exit_code, render_violations, run_census
 from .lanes import LanesSpec, lane_targets, load_lanes, plan_lane
 from .ledger import BaselineRow, Ledger
 from .options import RunOptions
@@ -187,10 +188,16 @@ def finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:
     if options.report or options.junit:
         from .reports import write_json_report, write_junit
     if options.report:
-        write_json_report(summary, options.report, require_all=options.require_all)
-        print(f"report: {display_path(options.report)}", file=out)
+        path = _per_session(options.report, summary.session)
+        write_json_report(summary, path, require_all=options.require_all)
+        print(f"report: {display_path(path)}", file=out)
     if options.junit:
-        write_junit(summary, options.junit, require_all=options.require_all)
-        print(f"junit: {display_path(options.junit)}", file=out)
+        path = _per_session(options.junit, summary.session)
+        write_junit(summary, path, require_all=options.require_all)
+        print(f"junit: {display_path(path)}", file=out)
     return summary
 
+
+def _per_session(path: Path, session: str) -> Path:
+    """``{session}`` in a report's name: one file per session of `nox -s host gate contract`."""
+    return Path(str(path).replace("{session}", session))

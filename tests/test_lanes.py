@@ -73,15 +73,16 @@ def test_lane_runs_store_evidence_indexed_by_commit_host_board_lane_target(rust:
 
 
 def test_reuse_rerun_keeps_passes_for_the_same_commit(rust: Project, tmp_path: Path) -> None:
-    report, junit = tmp_path / "gate.json", tmp_path / "gate.xml"
+    report, junit = tmp_path / "{session}.json", tmp_path / "{session}.xml"
     done = rust.nox("host", "gate", "contract", extra=("--", "--reuse", "--report", str(report),
                                                        "--junit", str(junit)))
     assert done.returncode == 0, done.stdout
-    data = json.loads(report.read_text())  # the last session (contract) wrote it last
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["contract.json", "gate.json", "host.json"]
+    data = json.loads((tmp_path / "contract.json").read_text())
     assert data["session"] == "contract" and data["ok"] is True
     assert all(s["reused_from"] for s in data["steps"]) and data["steps"]
     assert all(s["reason"].startswith("reused: passed as step #") for s in data["steps"])
-    suite = ET.parse(junit).getroot()
+    suite = ET.parse(tmp_path / "contract.xml").getroot()
     assert suite.tag == "testsuite" and suite.get("failures") == "0"
     assert {c.get("name") for c in suite.iter("testcase")} == {"scan_contract", "layout_contract"}
     with ledger_of(rust) as ledger:

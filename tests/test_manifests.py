@@ -6,8 +6,8 @@ representative cases also run end to end through ``relgate check`` and ``nox -s 
 
 from __future__ import annotations
 
-import sys
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,10 +16,13 @@ import pytest
 
 from conftest import REPO, Project
 from relgate.errors import InputError, ManifestError
-from relgate.manifests import (
-    CommandSpec, parse_builds, parse_host, parse_project,
-)
 from relgate.intentional import parse_intentional
+from relgate.manifests import (
+    CommandSpec,
+    parse_builds,
+    parse_host,
+    parse_project,
+)
 from relgate.schema import display_path, read_toml
 from relgate.workspace import LOCAL_HOST, Workspace
 

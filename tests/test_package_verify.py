@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from conftest import Project
 from packaging_support import base_env, everything_under, local_cargo_registry, log_of, nox, rows, write_manifest
-
 from relgate.offline import probe
 
 HAS_CARGO = shutil.which("cargo") is not None

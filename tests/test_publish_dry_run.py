@@ -22,7 +22,6 @@ from packaging_support import (
     python_project,
     rows,
 )
-
 from relgate.publish import LocalIndex, free_port
 
 
