@@ -118,9 +118,17 @@ class LanesFile:
     rows: tuple[LaneRow, ...]  # in file order, duplicates kept
     tables: Mapping[str, Any]  # every other top-level key of the file, parsed
 
+    @property
+    def assignments(self) -> dict[str, str]:
+        """target → lane; the first row wins (the census reports duplicates)."""
+        out: dict[str, str] = {}
+        for row in self.rows:
+            out.setdefault(row.target, row.lane)
+        return out
+
     def lane_of(self, target: str) -> str | None:
         """The lane of ``target`` (its first row), or None when it has no row."""
-        return next((row.lane for row in self.rows if row.target == target), None)
+        return self.assignments.get(target)
 
 
 @dataclass(frozen=True, kw_only=True)

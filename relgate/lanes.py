@@ -83,10 +83,7 @@ class LanesSpec:
     @property
     def assignments(self) -> dict[str, str]:
         """target → lane; the first row wins (the census reports duplicates)."""
-        out: dict[str, str] = {}
-        for row in self.file.rows:
-            out.setdefault(row.target, row.lane)
-        return out
+        return self.file.assignments
 
 
 _TARGET_KEYS = ("path", "command", "shell", "requires", "features", "timeout", "args", "env", "evidence", "skip")
