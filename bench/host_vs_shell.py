@@ -37,10 +37,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import REPO, failed, make_project, timed  # noqa: E402
-from relgate import stages  # noqa: E402
-from relgate.ledger import Ledger  # noqa: E402
-from relgate.plan import PlannedStep  # noqa: E402
-from relgate.workspace import Workspace  # noqa: E402
+from relgate import stages
+from relgate.ledger.store import Ledger  # noqa: E402
+from relgate.manifest.workspace import Workspace  # noqa: E402
+from relgate.run.plan import PlannedStep  # noqa: E402
 
 EXAMPLE = "tinyinfer"
 GOAL = 1.10

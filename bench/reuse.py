@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import REPO, failed, make_project, timed  # noqa: E402
-from relgate.ledger import Ledger  # noqa: E402
+from relgate.ledger.store import Ledger  # noqa: E402
 
 EXAMPLE = "scankern"
 GOAL = 0.05

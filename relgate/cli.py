@@ -10,13 +10,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from . import __version__
-from .errors import InputError, RelgateError
-from .executor import Interrupted
-from .gitfacts import read_git_facts
-from .ledger import Ledger
-from .options import add_run_options, options_from
-from .workspace import Workspace
+from relgate import __version__
+from relgate.core.errors import InputError, RelgateError
+from relgate.ledger.gitfacts import read_git_facts
+from relgate.ledger.store import Ledger
+from relgate.manifest.options import add_run_options, options_from
+from relgate.manifest.workspace import Workspace
+from relgate.run.executor import Interrupted
 
 __all__ = ["main", "guarded"]
 
@@ -83,7 +83,7 @@ def _load(args: argparse.Namespace) -> Workspace:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from .plan import plan_host_checks
+    from relgate.run.plan import plan_host_checks
 
     ws = _load(args)
     print(f"project {ws.project.name} {ws.project.version} ({ws.project.kind}) at {ws.project.root}")
@@ -102,32 +102,32 @@ def _run_stage(args: argparse.Namespace, stage: Callable[..., Any], *stage_args:
 
 
 def _cmd_host(args: argparse.Namespace) -> int:
-    from .stages import run_host_checks
+    from relgate.stages import run_host_checks
 
     return _run_stage(args, run_host_checks)
 
 
 def _cmd_lane(args: argparse.Namespace) -> int:
-    from .stages import run_lane
+    from relgate.stages import run_lane
 
     return _run_stage(args, run_lane, args.lane)
 
 
 def _cmd_package_verify(args: argparse.Namespace) -> int:
-    from .packaging import run_package_verify
+    from relgate.package.verify import run_package_verify
 
     return _run_stage(args, run_package_verify)
 
 
 def _cmd_publish_dry_run(args: argparse.Namespace) -> int:
-    from .publish import run_publish_dry_run
+    from relgate.package.publish import run_publish_dry_run
 
     return _run_stage(args, run_publish_dry_run)
 
 
 def _cmd_census(args: argparse.Namespace) -> int:
-    from .lanes import load_lanes
-    from .stages import census
+    from relgate.manifest.lanes import load_lanes
+    from relgate.stages import census
 
     ws = _load(args)
     lanes = load_lanes(ws.project, ws.manifests_dir)
@@ -137,7 +137,7 @@ def _cmd_census(args: argparse.Namespace) -> int:
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    from .console import render_status
+    from relgate.run.console import render_status
 
     ws = _load(args)
     commit = args.commit or read_git_facts(ws.project.root).commit
@@ -154,10 +154,10 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 def _cmd_evidence(args: argparse.Namespace) -> int:
     if args.evidence_command == "diff":
-        from .evidence import diff_command
+        from relgate.evidence.cells import diff_command
 
         return diff_command(args.base, args.candidate, as_json=args.json, out=sys.stdout)
-    from .stages import accept_evidence, run_evidence_check
+    from relgate.stages import accept_evidence, run_evidence_check
 
     if args.evidence_command == "accept":
         accept_evidence(_load(args), release=args.release, commit=args.commit)

@@ -4,57 +4,24 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TextIO
 
-from .baselines import BoardReport, EvidenceReport, accept, check
-from .census import census_exit_code, render_violations, run_census
-from .console import ConsoleReporter, render_summary
-from .errors import InputError
-from .executor import LocalExecutor
-from .gitfacts import read_git_facts
-from .hosts import Host, HostFacts, detect_local
-from .lanes import LanesSpec, lane_targets, load_lanes, plan_lane
-from .ledger import BaselineRow, Ledger
-from .options import RunOptions
-from .plan import PlannedStep, StepNotRun, plan_host_checks
-from .runner import HostPool, RunSummary, run_steps
-from .schema import display_path
-from .verdict import Verdict
-from .workspace import Workspace
+from relgate.core.errors import InputError
+from relgate.evidence.baselines import BoardReport, EvidenceReport, accept, check
+from relgate.lanes.census import census_exit_code, render_violations, run_census
+from relgate.lanes.plan import lane_targets, plan_lane
+from relgate.ledger.gitfacts import read_git_facts
+from relgate.ledger.store import BaselineRow, Ledger
+from relgate.manifest.lanes import LanesSpec, load_lanes
+from relgate.manifest.options import RunOptions
+from relgate.manifest.schema import display_path
+from relgate.manifest.workspace import Workspace
+from relgate.run.flow import finish, host_pool, run_plan
+from relgate.run.plan import PlannedStep, StepNotRun, plan_host_checks
+from relgate.run.runner import RunSummary
 
-__all__ = ["host_pool", "run_plan", "census", "census_step", "plan_host", "run_host_checks", "run_lane",
-           "evidence_steps", "run_evidence_check", "accept_evidence", "finish"]
-
-
-def host_pool(ws: Workspace) -> HostPool:
-    """Every declared host; local ones detect their facts and get a local executor."""
-    hosts, executors = [], {}
-    for spec in ws.hosts.values():
-        if spec.kind == "local":
-            host = Host(spec=spec, facts=detect_local(spec))
-            executors[host.name] = LocalExecutor(host)
-        else:
-            host = Host(spec=spec, facts=HostFacts(boards=spec.boards, driver=spec.driver, toolkit=spec.toolkit,
-                                                   capabilities=frozenset(spec.capabilities)))
-        hosts.append(host)
-    hosts.sort(key=lambda h: h.spec.kind != "local")  # prefer this machine when it offers what is needed
-    return HostPool(hosts, executors)
-
-
-def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv: Sequence[str],
-             reuse: bool = False, pool: HostPool | None = None, out: TextIO = sys.stdout) -> RunSummary:
-    """Run planned steps as one ledger run and print the summary table."""
-    facts = read_git_facts(ws.project.root)
-    pool = pool or host_pool(ws)
-    with Ledger.open(ws.home) as ledger:
-        run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
-                                  project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
-                                  dirty=facts.dirty)
-        summary = run_steps(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
-                            reporter=ConsoleReporter(out), reuse=reuse)
-    render_summary(summary, out)
-    return summary
+__all__ = ["census", "census_step", "plan_host", "run_host_checks", "run_lane",
+           "evidence_steps", "run_evidence_check", "accept_evidence"]
 
 
 def census(ws: Workspace, lanes: LanesSpec, write: Callable[[str], None]) -> int:
@@ -179,25 +146,3 @@ def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | 
     return rows
 
 
-def finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:
-    not_run = summary.count(Verdict.NOT_RUN)
-    if not_run and options.require_all:
-        print(f"--require-all: {not_run} step(s) not run count as a failure", file=out)
-    elif not_run:
-        print(f"{not_run} step(s) not run (they do not fail this run; --require-all makes them)", file=out)
-    if options.report or options.junit:
-        from .reports import write_json_report, write_junit
-    if options.report:
-        path = _per_session(options.report, summary.session)
-        write_json_report(summary, path, require_all=options.require_all)
-        print(f"report: {display_path(path)}", file=out)
-    if options.junit:
-        path = _per_session(options.junit, summary.session)
-        write_junit(summary, path, require_all=options.require_all)
-        print(f"junit: {display_path(path)}", file=out)
-    return summary
-
-
-def _per_session(path: Path, session: str) -> Path:
-    """``{session}`` in a report's name: one file per session of `nox -s host gate contract`."""
-    return Path(str(path).replace("{session}", session))

@@ -9,8 +9,8 @@ from typing import Any
 import nox
 
 from relgate.cli import guarded
-from relgate.options import RunOptions, parse_run_options
-from relgate.workspace import Workspace
+from relgate.manifest.options import RunOptions, parse_run_options
+from relgate.manifest.workspace import Workspace
 
 WORKSPACE = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,7 @@ import os
 import nox
 
 from relgate.cli import main
-from relgate.lanes import BUILTIN_LANE_DEFS
+from relgate.manifest.lanes import BUILTIN_LANE_DEFS
 from relgate.stages import run_lane
 
 from ._common import WORKSPACE, stage_session

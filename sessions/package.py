@@ -15,7 +15,7 @@ from ._common import stage_session
 @nox.session(python=False, tags=["package"])
 def package_verify(session: nox.Session) -> None:
     """Package: build it from the commit, extract it safely, inspect it, test it offline in the extracted tree."""
-    from relgate.packaging import run_package_verify
+    from relgate.package.verify import run_package_verify
 
     stage_session(session, run_package_verify, names=False)
 
@@ -23,6 +23,6 @@ def package_verify(session: nox.Session) -> None:
 @nox.session(python=False, tags=["package"])
 def publish_dry_run(session: nox.Session) -> None:
     """Publish rehearsal: locked cargo publish --dry-run, or twine upload to a local index, install, import."""
-    from relgate.publish import run_publish_dry_run
+    from relgate.package.publish import run_publish_dry_run
 
     stage_session(session, run_publish_dry_run, names=False)

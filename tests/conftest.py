@@ -15,6 +15,10 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 NOXFILE = REPO / "noxfile.py"
 
+# Every relgate the tests start (nox sessions, `python -m relgate.cli`) is this checkout's,
+# whichever checkout `pip install -e` pointed at.
+os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
+
 
 def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
@@ -90,7 +94,7 @@ def scankern(tmp_path: Path) -> Project:
 
 
 def ledger_of(project: Project):  # type: ignore[no-untyped-def]
-    from relgate.ledger import Ledger
+    from relgate.ledger.store import Ledger
 
     return Ledger.open(project.home)
 

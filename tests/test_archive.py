@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from relgate.archive import ArchiveError, extract, read_members
-from relgate.errors import InputError
+from relgate.core.errors import InputError
+from relgate.package.archive import ArchiveError, extract, read_members
 
 Entry = tuple  # (name, kind, payload): kind file | dir | symlink | hardlink | chr | fifo
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from relgate.cargo import cargo_features, discover_cargo_targets, package_version
-from relgate.errors import InputError
-from relgate.targets import Target
+from relgate.core.errors import InputError
+from relgate.manifest.cargo import cargo_features, discover_cargo_targets, package_version
+from relgate.manifest.targets import Target
 
 needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on PATH")
 

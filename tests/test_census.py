@@ -13,20 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from relgate.cargo import discover_cargo_targets
-from relgate.census import (
-    BUILTIN_LANES,
-    RULES,
-    LaneRow,
-    Violation,
-    census_exit_code,
-    read_lanes_file,
-    render_violations,
-    run_census,
-)
-from relgate.errors import InputError
-from relgate.manifests import CommandSpec
-from relgate.targets import Target
+from relgate.core.errors import InputError
+from relgate.lanes.census import RULES, Violation, census_exit_code, render_violations, run_census
+from relgate.manifest.cargo import discover_cargo_targets
+from relgate.manifest.lanes import BUILTIN_LANES, LaneRow, read_lanes_file
+from relgate.manifest.specs import CommandSpec
+from relgate.manifest.targets import Target
 
 CARGO = """\
 [package]

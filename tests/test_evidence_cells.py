@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from relgate import evidence
-from relgate.errors import InputError
-from relgate.evidence import (
+from relgate.core.errors import InputError
+from relgate.evidence import cells as evidence
+from relgate.evidence.cells import (
     HEADER,
     EvidenceDiff,
     diff_cells,

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from relgate.executor import TAIL_LINES, CommandRequest, CommandResult, FileSink, LocalExecutor
-from relgate.hosts import Host, HostFacts
-from relgate.manifests import HostSpec
-from relgate.redact import MASK
+from relgate.core.redact import MASK
+from relgate.manifest.specs import HostSpec
+from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, FileSink, LocalExecutor
+from relgate.run.hosts import Host, HostFacts
 
 HOST = Host(spec=HostSpec(name="local", kind="local", source=Path("x")), facts=HostFacts())
 WAIT_S = 30.0  # upper bound for the polling loops below; never asserted on

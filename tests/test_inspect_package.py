@@ -9,12 +9,12 @@ from typing import Any
 
 import pytest
 
-from relgate.errors import InputError, ManifestError
-from relgate.inspect_package import Required, find_forbidden, find_missing, glob_matches, inspect_tree
-from relgate.package_manifest import parse_package, read_lock
-from relgate.packaging import wheel_requirements
-from relgate.plan import StepFailed
-from relgate.publish import compare_lock
+from relgate.core.errors import InputError, ManifestError
+from relgate.manifest.package_spec import parse_package, read_lock
+from relgate.package.inspect import Required, find_forbidden, find_missing, glob_matches, inspect_tree
+from relgate.package.publish import compare_lock
+from relgate.package.verify import wheel_requirements
+from relgate.run.plan import StepFailed
 
 
 def put(root: Path, *paths: str) -> Path:

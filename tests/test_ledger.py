@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from conftest import NOXFILE, Project
-from relgate.errors import InputError
-from relgate.ledger import SCHEMA_VERSION, UNFINISHED_REASON, Ledger
-from relgate.verdict import Verdict
+from relgate.core.errors import InputError
+from relgate.core.verdict import Verdict
+from relgate.ledger.store import SCHEMA_VERSION, UNFINISHED_REASON, Ledger
 
 SLOW_STEP = """
 [[check]]
@@ -162,7 +162,7 @@ def test_steps_of_one_run_point_to_it_and_keep_host_facts(tmp_path: Path) -> Non
 
 
 def test_a_version_1_ledger_with_rows_migrates_forward_and_keeps_them(tmp_path: Path) -> None:
-    from relgate.ledger import _MIGRATIONS, _split_sql
+    from relgate.ledger.store import _MIGRATIONS, _split_sql
 
     conn = sqlite3.connect(tmp_path / "ledger.sqlite3")
     for statement in _split_sql(_MIGRATIONS[0]):

@@ -15,16 +15,11 @@ from typing import Any
 import pytest
 
 from conftest import REPO, Project
-from relgate.errors import InputError, ManifestError
-from relgate.intentional import parse_intentional
-from relgate.manifests import (
-    CommandSpec,
-    parse_builds,
-    parse_host,
-    parse_project,
-)
-from relgate.schema import display_path, read_toml
-from relgate.workspace import LOCAL_HOST, Workspace
+from relgate.core.errors import InputError, ManifestError
+from relgate.manifest.intentional import parse_intentional
+from relgate.manifest.schema import display_path, read_toml
+from relgate.manifest.specs import CommandSpec, parse_builds, parse_host, parse_project
+from relgate.manifest.workspace import LOCAL_HOST, Workspace
 
 PARSERS: dict[str, Callable[..., Any]] = {
     "project.toml": parse_project, "builds.toml": parse_builds, "gpu.toml": parse_host,

@@ -14,7 +14,7 @@ import pytest
 
 from conftest import Project
 from packaging_support import base_env, everything_under, local_cargo_registry, log_of, nox, rows, write_manifest
-from relgate.offline import probe
+from relgate.package.offline import probe
 
 HAS_CARGO = shutil.which("cargo") is not None
 needs_cargo = pytest.mark.skipif(not HAS_CARGO, reason="cargo is not on PATH")

@@ -22,7 +22,7 @@ from packaging_support import (
     python_project,
     rows,
 )
-from relgate.publish import LocalIndex, free_port
+from relgate.package.publish import LocalIndex, free_port
 
 
 def assert_no_secret(project: Project, secret: str, *outputs: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from relgate.redact import MASK, Redactor, argv_secrets, is_secret_name, redact_argv, redact_env, shell_secrets
+from relgate.core.redact import MASK, Redactor, argv_secrets, is_secret_name, redact_argv, redact_env, shell_secrets
 
 
 @pytest.mark.parametrize(

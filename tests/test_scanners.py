@@ -10,15 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from relgate.errors import InputError
-from relgate.scanners import (
-    AllowRule,
-    CompilerWarning,
-    StreamScanner,
-    partition,
-    scan,
-    scan_lines,
-)
+from relgate.core.errors import InputError
+from relgate.manifest.specs import AllowRule
+from relgate.run.scanners import CompilerWarning, StreamScanner, partition, scan, scan_lines
 
 needs_gcc = pytest.mark.skipif(shutil.which("gcc") is None, reason="gcc is not on PATH")
 needs_clang = pytest.mark.skipif(shutil.which("clang") is None, reason="clang is not on PATH")

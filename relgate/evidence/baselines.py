@@ -1,0 +1,168 @@
+"""Accepted evidence baselines, and the acceptance check of a candidate against them.
+
+A commit's capture is merged per board from every lane run's evidence (the latest
+capture of each lane and target wins; boards are never merged). ``accept`` stores those
+merged captures, content-addressed, as the baseline of a release; ``check`` diffs the
+candidate's captures against the last accepted baseline of each board and sorts every
+difference into intentional (listed in ``intentional.toml`` with a reason) or not.
+An intentional entry that matches no difference is stale, and that is an error too.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from relgate.core.errors import InputError
+from relgate.evidence.cells import Cell, EvidenceDiff, diff_cells, label, read_cells, render_capture
+from relgate.ledger.store import BaselineRow, EvidenceRow, Ledger
+from relgate.manifest.intentional import IntentionalChange
+from relgate.manifest.schema import display_path
+
+__all__ = ["Capture", "board_key", "captures_at", "accept", "BoardReport", "EvidenceReport", "check"]
+
+
+def board_key(board: str | None, host: str) -> str:
+    """Boards are never merged; a host without a board keeps its captures under its own name."""
+    return board or f"host:{host}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Capture:
+    board: str
+    commit: str
+    dirty: bool
+    cells: dict[Cell, str]
+    sources: tuple[EvidenceRow, ...]
+
+
+def captures_at(ledger: Ledger, commit: str) -> dict[str, Capture]:
+    """The commit's merged capture per board: clean-tree evidence if there is any, else dirty."""
+    rows = ledger.evidence(commit=commit)
+    clean = [r for r in rows if not r.dirty]
+    rows = clean or rows
+    latest: dict[tuple[str, str | None, str | None], EvidenceRow] = {}
+    for row in rows:  # in id order: a later capture of the same lane and target wins
+        latest[(board_key(row.board, row.host), row.lane, row.target)] = row
+    out: dict[str, Capture] = {}
+    for (board, _lane, _target), row in sorted(latest.items(), key=lambda kv: kv[1].id):
+        cells = read_cells(ledger.home / row.path)
+        cap = out.get(board)
+        merged = {**cap.cells, **cells} if cap else dict(cells)
+        out[board] = Capture(board=board, commit=commit, dirty=row.dirty, cells=merged,
+                             sources=(*(cap.sources if cap else ()), row))
+    return out
+
+
+def accept(ledger: Ledger, *, commit: str, release: str) -> list[BaselineRow]:
+    """Store the commit's clean captures as the accepted baseline of ``release``, per board."""
+    captures = captures_at(ledger, commit)
+    if not captures:
+        raise InputError(f"commit {commit[:12]}: no evidence recorded; run the lanes first")
+    dirty = sorted(b for b, cap in captures.items() if cap.dirty)
+    if dirty:
+        raise InputError(f"commit {commit[:12]}: evidence only from a dirty tree ({', '.join(dirty)}); "
+                         "commit, run the lanes on the clean tree, then accept")
+    rows = []
+    for board, cap in sorted(captures.items()):
+        sha, path = ledger.store_blob(render_capture(cap.cells).encode("utf-8"), kind="baseline", suffix=".cells")
+        rows.append(dict(release=release, board=board, commit_sha=commit, sha256=sha, path=path,
+                         cells=len(cap.cells)))
+    return ledger.add_baselines(rows)
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoardReport:
+    board: str
+    baseline: BaselineRow | None
+    capture: Capture | None
+    diff: EvidenceDiff | None
+    intended: dict[Cell, IntentionalChange]  # cell → the entry that explains its difference
+
+    @property
+    def unexpected(self) -> int:
+        if self.diff is None:
+            return 0
+        cells = [c for c, *_ in self.diff.moved] + [c for c, _ in self.diff.only_base] + \
+                [c for c, _ in self.diff.only_candidate]
+        return sum(1 for c in cells if c not in self.intended)
+
+    @property
+    def not_compared(self) -> str | None:
+        """Why this board's capture and baseline could not be compared, if so."""
+        if self.baseline is None:
+            return (f"no accepted baseline; {len(self.capture.cells) if self.capture else 0} cells not compared "
+                    "(accept a release with relgate evidence accept)")
+        if self.capture is None:
+            return (f"no capture at this commit; the baseline of release {self.baseline.release} "
+                    f"({self.baseline.cells} cells) was not compared (run the lanes on this board)")
+        return None
+
+    def lines(self) -> list[str]:
+        if self.not_compared is not None or self.diff is None:
+            return [f"{self.board}: {self.not_compared}"]
+        out = [f"{self.board}: against release {self.baseline.release} ({self.baseline.commit_sha[:12]})"
+               + (" — candidate evidence from a dirty tree" if self.capture.dirty else "")]
+        entries = ([("MOVED", c, f"{old} -> {new}") for c, old, new in self.diff.moved]
+                   + [("ONLY-BASE", c, v) for c, v in self.diff.only_base]
+                   + [("ONLY-CANDIDATE", c, v) for c, v in self.diff.only_candidate])
+        for kind, cell, detail in entries:
+            why = self.intended.get(cell)
+            tag = f"  [intentional: {why.reason}]" if why else ""
+            out.append(f"{kind} {label(cell)} | {detail}{tag}")
+        d = self.diff
+        out.append(f"{d.identical} identical, {len(d.moved)} moved, {len(d.only_base)} only in base, "
+                   f"{len(d.only_candidate)} only in candidate; {len(self.intended)} intentional, "
+                   f"{self.unexpected} unexpected")
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvidenceReport:
+    commit: str
+    boards: tuple[BoardReport, ...]
+    stale: tuple[IntentionalChange, ...]
+    intentional_path: Path | None
+
+    def stale_lines(self) -> list[str]:
+        where = display_path(self.intentional_path) if self.intentional_path else "intentional.toml"
+        return [f"{where}: change[{c.index}]: {c.describe()} matches no difference (stale); drop it"
+                for c in self.stale]
+
+
+def _last_baselines(ledger: Ledger, commit: str) -> dict[str, BaselineRow]:
+    """Per board, the last accepted baseline of another commit (the previous release); a board
+    whose only baseline is this very commit is compared with it."""
+    latest_any: dict[str, BaselineRow] = {}
+    latest_other: dict[str, BaselineRow] = {}
+    for row in ledger.baselines():  # in id order: later acceptances win
+        latest_any[row.board] = row
+        if row.commit_sha != commit:
+            latest_other[row.board] = row
+    return {**latest_any, **latest_other}
+
+
+def check(ledger: Ledger, *, commit: str, changes: Sequence[IntentionalChange],
+          intentional_path: Path | None = None) -> EvidenceReport:
+    captures = captures_at(ledger, commit)
+    baselines = _last_baselines(ledger, commit)
+    used: set[int] = set()
+    boards = []
+    for board in sorted(set(captures) | set(baselines)):
+        base, cap = baselines.get(board), captures.get(board)
+        diff = None
+        intended: dict[Cell, IntentionalChange] = {}
+        if base is not None and cap is not None:
+            diff = diff_cells(read_cells(ledger.home / base.path), cap.cells)
+            changed = [c for c, *_ in diff.moved] + [c for c, _ in diff.only_base] + \
+                      [c for c, _ in diff.only_candidate]
+            for cell in changed:
+                why = next((ch for ch in changes if ch.matches(cell, board)), None)
+                if why is not None:
+                    intended[cell] = why
+                    used.add(why.index)
+        boards.append(BoardReport(board=board, baseline=base, capture=cap, diff=diff, intended=intended))
+    compared = any(b.diff is not None for b in boards)
+    stale = tuple(c for c in changes if c.index not in used) if compared else ()
+    return EvidenceReport(commit=commit, boards=tuple(boards), stale=stale, intentional_path=intentional_path)

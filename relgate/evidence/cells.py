@@ -1,0 +1,659 @@
+"""Evidence cells: parse, merge, write and diff captures.
+
+A project's tests append *evidence cells* to the file named by its evidence env var,
+one row per line::
+
+    suite<TAB>arm<TAB>key<TAB>value
+
+File rules (a *capture*):
+
+- UTF-8 throughout (an invalid byte is an error, comments included), an optional BOM
+  at the start; LF or CRLF line ends.
+- A line that starts with ``#`` is a comment; an empty line, or one of spaces only (no
+  tab), is blank; both are skipped.
+- Every other line is a row of exactly four tab-separated fields. ``suite``, ``arm`` and
+  ``key`` must be non-empty; ``value`` may be empty; no field holds a tab. Fields are
+  kept exactly as written (no trimming).
+- The last write of a ``(suite, arm, key)`` wins.
+
+A malformed row or invalid UTF-8 raises :class:`~relgate.errors.InputError` naming
+``file:line``.
+
+The diff compares a candidate capture with the last accepted (base) one, cell by cell.
+:func:`diff_command` backs ``relgate evidence diff BASE CANDIDATE [--json]``: it reads
+both files, writes the report and returns 0 when identical, 1 on any difference; bad
+input raises ``InputError`` (the CLI maps it to exit 2).
+
+Speed. A capture holds up to millions of cells, so nothing here does Python work per
+cell when it can be avoided:
+
+- Reading: a capture shaped the usual way (a comment header, then rows) is checked with
+  whole-buffer byte operations (every line holds exactly three tabs: delete all other
+  bytes and compare with ``b"\\t\\t\\t\\n" * rows``), split once, and keyed with
+  C-level ``map``s. Anything else (comments or blank lines among the rows, an empty
+  field, a wrong tab count) goes to a line-filtering parser and, when a row is bad, to
+  the line-by-line reference parser, which names the first bad ``file:line``.
+- Cells are keyed internally by the string ``"suite\\tarm\\tkey"``; only cells that
+  differ become ``(suite, arm, key)`` tuples.
+- Diffing walks both captures position by position while their keys line up (a capture
+  of the same tests run again is written in the same order), so equal stretches compare
+  in sequential C-level passes; a key present on one side only is stepped over; where
+  the orders disagree, the rest is compared through a hash set of whole rows.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import tempfile
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass
+from itertools import compress, count, islice, repeat
+from operator import itemgetter, ne
+from pathlib import Path
+from typing import Any, TextIO
+
+from relgate.core.errors import InputError
+
+__all__ = [
+    "Cell",
+    "EvidenceDiff",
+    "HEADER",
+    "JSON_FORMAT",
+    "JSON_VERSION",
+    "diff_cells",
+    "render_capture",
+    "label",
+    "diff_command",
+    "diff_to_json",
+    "merge_captures",
+    "parse_cells",
+    "read_cells",
+    "render_diff",
+    "write_cells",
+]
+
+Cell = tuple[str, str, str]
+"""One evidence cell's identity: ``(suite, arm, key)``."""
+
+HEADER = "# relgate evidence"
+"""First line of every capture :func:`write_cells` writes."""
+
+JSON_FORMAT = "relgate-evidence-diff"
+"""The ``format`` member of :func:`diff_to_json`'s document."""
+
+JSON_VERSION = 1
+"""The ``version`` member of :func:`diff_to_json`'s document."""
+
+_EXPECTED = "expected suite<TAB>arm<TAB>key<TAB>value"
+_FIELD_NAMES = ("suite", "arm", "key")
+_BOM = "\ufeff"
+_BOM_BYTES = _BOM.encode("utf-8")
+_ROW_SHAPE = b"\t\t\t\n"  # a well-formed row with everything but tabs and LF deleted
+_NOT_TAB_OR_LF = bytes(b for b in range(256) if b not in (0x09, 0x0A))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while millions of acyclic objects are built and compared.
+
+    A collection would only walk the big lists and find nothing to free; the previous
+    state is restored on exit.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _prehash(items: Iterable[Any]) -> None:
+    """Compute (and, for strings, cache) every item's hash in one sequential pass.
+
+    Building or probing a big set then only waits on memory: measured, the pass plus
+    the set operation take about two thirds of the set operation alone.
+    """
+    deque(map(hash, items), maxlen=0)
+
+
+def _split_key(flat_key: str) -> Cell:
+    suite, arm, key = flat_key.split("\t")
+    return (suite, arm, key)
+
+
+def _as_cell(key: Any) -> Cell:
+    return key  # type: ignore[no-any-return]
+
+
+def _split_line(line: str) -> tuple[str, str]:
+    key, _, value = line.rpartition("\t")
+    return key, value
+
+
+def _pair(row: tuple[Any, str]) -> tuple[Any, str]:
+    return row
+
+
+@dataclass(frozen=True, kw_only=True, eq=False)
+class _Side:
+    """One capture, column-wise, for diffing.
+
+    ``keys``: unique, in first-write order. ``rows[i]``: the row that holds ``keys[i]``'s
+    effective (last-written) value, such that two sides' rows are equal exactly when
+    key and value are: a line ``"suite\\tarm\\tkey\\tvalue"`` for parsed captures
+    (keyed by ``"suite\\tarm\\tkey"``), a ``(cell, value)`` pair for mappings.
+    ``index``: membership of ``keys``. ``split_row``: a row's ``(key, value)``.
+    ``to_cell``: a key's ``(suite, arm, key)``.
+    """
+
+    keys: list[Any]
+    rows: list[Any]
+    index: AbstractSet[Any]
+    split_row: Callable[[Any], tuple[Any, str]]
+    to_cell: Callable[[Any], Cell]
+
+    @classmethod
+    def of_lines(cls, keys: list[str], lines: list[str], index: AbstractSet[str]) -> _Side:
+        return cls(
+            keys=keys, rows=lines, index=index, split_row=_split_line, to_cell=_split_key
+        )
+
+    @classmethod
+    def of_mapping(cls, cells: Mapping[Cell, str]) -> _Side:
+        rows = list(cells.items())
+        return cls(
+            keys=list(map(itemgetter(0), rows)),
+            rows=rows,
+            index=cells.keys(),
+            split_row=_pair,
+            to_cell=_as_cell,
+        )
+
+    def value_at(self, position: int) -> str:
+        return self.split_row(self.rows[position])[1]
+
+    def to_cells(self) -> dict[Cell, str]:
+        """The capture as a ``{(suite, arm, key): value}`` mapping (rows are lines)."""
+        with _gc_paused():
+            return dict(
+                zip(
+                    map(tuple, map(str.split, self.keys, repeat("\t"))),
+                    map(itemgetter(2), map(str.rpartition, self.rows, repeat("\t"))),
+                )
+            )
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _decode(data: bytes, source: str) -> str:
+    """Decode UTF-8; an invalid byte is an error naming ``source:line``."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = 1 + data.count(b"\n", 0, exc.start)
+        raise InputError(
+            f"{source}:{lineno}: evidence is not valid UTF-8 "
+            f"(byte 0x{data[exc.start]:02x}: {exc.reason})"
+        ) from None
+
+
+def _normalize(text: str) -> str:
+    """Drop a leading BOM and turn CRLF into LF (line numbers are unchanged)."""
+    if text.startswith(_BOM):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if text.endswith("\r"):  # a CR-terminated last line without LF
+            text = text[:-1]
+    return text
+
+
+def _is_skipped(line: str) -> bool:
+    """A comment (starts with ``#``) or a blank line (whitespace only, no tab)."""
+    return line[:1] == "#" or ("\t" not in line and not line.strip())
+
+
+def _parse_reference(text: str, source: str) -> _Side:
+    """The reference parser, one line at a time; raises on the first malformed row."""
+    lines: dict[str, str] = {}
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if _is_skipped(line):
+            continue
+        fields = line.split("\t")
+        if len(fields) != 4:
+            raise InputError(
+                f"{source}:{lineno}: malformed evidence row: {_EXPECTED}, "
+                f"got {len(fields)} fields"
+            )
+        for name, field in zip(_FIELD_NAMES, fields):
+            if not field:
+                raise InputError(
+                    f"{source}:{lineno}: malformed evidence row: {_EXPECTED}, "
+                    f"got an empty {name}"
+                )
+        lines[line[: line.rindex("\t")]] = line
+    return _Side.of_lines(list(lines), list(lines.values()), lines.keys())
+
+
+def _side_from_rows(lines: list[str]) -> _Side:
+    """Key well-formed rows (exactly three tabs, no empty name); last write wins."""
+    with _gc_paused():
+        # Streamed: each (key, tab, value) triple is freed as soon as its key is taken.
+        keys = list(map(itemgetter(0), map(str.rpartition, lines, repeat("\t"))))
+        _prehash(keys)
+        index = set(keys)
+        if len(index) == len(keys):
+            return _Side.of_lines(keys, lines, index)
+        # A key written more than once: the first write sets the position, the last
+        # one the value.
+        latest = dict(zip(keys, lines))
+        return _Side.of_lines(list(latest), list(latest.values()), latest.keys())
+
+
+def _parse_text(text: str, source: str) -> _Side:
+    """Parse normalized text: filter comments and blank lines, check, key."""
+    lines = text.split("\n")
+    if not lines[-1]:
+        lines.pop()
+    if text.startswith("#") or "\n#" in text or "" in lines:
+        lines = [line for line in lines if line and line[0] != "#"]
+    if (
+        lines
+        and text[:1] != "\t"
+        and "\n\t" not in text
+        and "\t\t" not in text
+        and set(map(str.count, lines, repeat("\t"))) == {3}
+    ):
+        return _side_from_rows(lines)
+    return _parse_reference(text, source)  # raises, naming the first bad line
+
+
+def _parse_bytes(data: bytes, source: str) -> _Side:
+    """Parse a capture's bytes; the fast path takes a header of comments, then rows."""
+    if data.startswith(_BOM_BYTES):
+        data = data[len(_BOM_BYTES) :]
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+        if data.endswith(b"\r"):
+            data = data[:-1]
+    # The header: comment and empty lines before the first row.
+    start = header_lines = 0
+    while data.startswith((b"#", b"\n"), start):
+        end = data.find(b"\n", start)
+        start = len(data) if end < 0 else end + 1
+        header_lines += 1
+    # Whole-buffer checks of the rows after the header (no copy of them is made).
+    rows = data.count(b"\n", start) + (not data.endswith(b"\n"))
+    shape = _ROW_SHAPE * rows
+    if not data.endswith(b"\n"):
+        shape = shape[:-1]
+    header_shape = data[:start].translate(None, _NOT_TAB_OR_LF)
+    tabs_and_lfs = data.translate(None, _NOT_TAB_OR_LF)
+    fast = (
+        start < len(data)
+        # exactly three tabs on every line
+        and len(tabs_and_lfs) == len(header_shape) + len(shape)
+        and tabs_and_lfs.endswith(shape)
+        # no empty suite, arm or key (rfind: a backward search skips faster here)
+        and not data.startswith(b"\t", start)
+        and data.rfind(b"\n\t", start) < 0
+        and data.rfind(b"\t\t", start) < 0
+        # no comment among the rows
+        and (data.find(b"#", start) < 0 or data.rfind(b"\n#", start) < 0)
+    )
+    del tabs_and_lfs, shape
+    text = _decode(data, source)
+    del data
+    if not fast:
+        return _parse_text(text, source)
+    lines = text.split("\n")
+    del text, lines[:header_lines]
+    if not lines[-1]:
+        lines.pop()
+    return _side_from_rows(lines)
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such evidence file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not an evidence file") from None
+    except OSError as exc:
+        raise InputError(
+            f"{path}: cannot read evidence file: {exc.strerror or exc}"
+        ) from None
+
+
+def _read_side(path: Path) -> _Side:
+    path = Path(path)
+    # The bytes are passed on, not kept here, so the parser can free them early.
+    return _parse_bytes(_read_bytes(path), str(path))
+
+
+def parse_cells(text: str, *, source: str) -> dict[Cell, str]:
+    """Parse a capture's text; ``source`` names it in error messages.
+
+    Raises ``InputError("SOURCE:LINE: malformed evidence row: ...")`` on a bad row.
+    """
+    return _parse_text(_normalize(text), source).to_cells()
+
+
+def read_cells(path: Path) -> dict[Cell, str]:
+    """Read and parse one capture file; a missing file is an ``InputError``."""
+    return _read_side(path).to_cells()
+
+
+def merge_captures(captures: Iterable[Mapping[Cell, str]]) -> dict[Cell, str]:
+    """Merge several captures into one; for a cell in several, the later one wins."""
+    merged: dict[Cell, str] = {}
+    for capture in captures:
+        merged.update(capture)
+    return merged
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _check_writable(cell: Cell, value: str) -> str | None:
+    """Why ``cell = value`` would not read back as written, or None."""
+    for name, field in zip(_FIELD_NAMES, cell):
+        if not field:
+            return f"empty {name}"
+    for name, field in zip((*_FIELD_NAMES, "value"), (*cell, value)):
+        if "\t" in field or "\n" in field:
+            return f"{name} {field!r} holds a tab or a newline"
+    if cell[0].startswith("#"):
+        return f"suite {cell[0]!r} would read as a comment"
+    if value.endswith("\r"):
+        return f"value {value!r} ends with a carriage return"
+    return None
+
+
+def render_capture(cells: Mapping[Cell, str]) -> str:
+    """A capture as the text :func:`write_cells` writes (sorted, with the header line)."""
+    rows = sorted(cells.items(), key=itemgetter(0))
+    body = "\n".join(["\t".join((*cell, value)) for cell, value in rows])
+    # One pass over the whole text instead of a check per cell; the per-cell check
+    # runs only to name the first offender.
+    if rows and (
+        body.count("\t") != 3 * len(rows)
+        or body.count("\n") != len(rows) - 1
+        or body.startswith(("\t", "#"))
+        or "\n\t" in body
+        or "\t\t" in body
+        or "\n#" in body
+        or "\r\n" in body
+        or body.endswith("\r")
+    ):
+        for cell, value in rows:
+            problem = _check_writable(cell, value)
+            if problem:
+                raise InputError(f"evidence cell {label(cell)}: {problem}")
+    return f"{HEADER}\n{body}\n" if rows else f"{HEADER}\n"
+
+
+def write_cells(path: Path, cells: Mapping[Cell, str]) -> None:
+    """Write a capture, sorted by cell, under a ``# relgate evidence`` header.
+
+    Atomic: the text goes to a temporary file in the same directory, which then
+    replaces ``path``; on failure no temporary file is left behind. A cell that would
+    not read back as written (a tab or newline in a field, an empty name, a suite that
+    reads as a comment) is an ``InputError``, and nothing is written.
+    """
+    path = Path(path)
+    text = render_capture(cells)
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InputError(f"{path}: evidence cannot be encoded as UTF-8: {exc}") from None
+    try:
+        mode = path.stat().st_mode & 0o7777
+    except OSError:
+        mode = 0o644
+    try:
+        fd, tmp = tempfile.mkstemp(
+            prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
+        )
+    except OSError as exc:
+        raise InputError(
+            f"{path}: cannot write evidence file: {exc.strerror or exc}"
+        ) from None
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException as exc:
+        with suppress(OSError):
+            os.unlink(tmp)
+        if isinstance(exc, OSError):
+            raise InputError(
+                f"{path}: cannot write evidence file: {exc.strerror or exc}"
+            ) from None
+        raise
+
+
+# --------------------------------------------------------------------------- diffing
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvidenceDiff:
+    """A candidate capture compared with the base, cell by cell.
+
+    Every tuple is sorted by cell. ``moved`` holds ``(cell, old, new)``; ``only_base``
+    and ``only_candidate`` hold ``(cell, value)``.
+    """
+
+    identical: int
+    moved: tuple[tuple[Cell, str, str], ...]
+    only_base: tuple[tuple[Cell, str], ...]
+    only_candidate: tuple[tuple[Cell, str], ...]
+
+    @property
+    def clean(self) -> bool:
+        """True when the captures hold the same cells with the same values."""
+        return not (self.moved or self.only_base or self.only_candidate)
+
+
+def _iter_from(seq: list[Any], start: int) -> Iterator[Any]:
+    """An iterator over ``seq[start:]``, positioned in O(1) without copying."""
+    it = iter(seq)
+    if start:
+        it.__setstate__(start)  # type: ignore[attr-defined]
+    return it
+
+
+def _common_run(a: list[Any], i: int, b: list[Any], j: int) -> int:
+    """How many leading items ``a[i:]`` and ``b[j:]`` share, position by position."""
+    first = next(compress(count(), map(ne, _iter_from(a, i), _iter_from(b, j))), None)
+    return min(len(a) - i, len(b) - j) if first is None else first
+
+
+def _diff_sides(base: _Side, cand: _Side) -> EvidenceDiff:
+    """Diff two sides; Python-level work is per differing cell, not per cell.
+
+    Walk both in step while their keys line up (rows compared in the same pass); at a
+    key that is on one side only, step past it. When the orders disagree (or stepping
+    keeps failing), compare the rest through a set of the candidate's rows.
+    """
+    bk, brows, b_index = base.keys, base.rows, base.index
+    ck, crows, c_index = cand.keys, cand.rows, cand.index
+    nb, nc = len(bk), len(ck)
+    moved: list[tuple[Any, str, str]] = []  # (key, old, new)
+    only_base: list[tuple[Any, str]] = []  # (key, value)
+    only_cand: list[tuple[Any, str]] = []
+    i = j = 0
+    steps_left = 256 + (nb + nc) // 32  # past this, hashing the rest is cheaper
+    while i < nb and j < nc:
+        run = _common_run(bk, i, ck, j)
+        if run:
+            differing = map(ne, islice(_iter_from(brows, i), run), _iter_from(crows, j))
+            for k in compress(count(), differing):
+                moved.append((bk[i + k], base.value_at(i + k), cand.value_at(j + k)))
+            i += run
+            j += run
+        elif not steps_left:
+            break
+        elif bk[i] not in c_index:
+            only_base.append((bk[i], base.value_at(i)))
+            i += 1
+            steps_left -= 1
+        elif ck[j] not in b_index:
+            only_cand.append((ck[j], cand.value_at(j)))
+            j += 1
+            steps_left -= 1
+        else:
+            break  # the same keys in another order
+    if i < nb and j < nc:
+        # Every key before (i, j) matched its partner or is on one side only, so a
+        # key still shared lies in both remainders. Candidate rows left over after
+        # removing the base's rows are the new values of moved cells and the cells
+        # only in the candidate.
+        _prehash(_iter_from(crows, j))
+        _prehash(_iter_from(brows, i))
+        leftover = set(_iter_from(crows, j))
+        leftover.difference_update(_iter_from(brows, i))
+        wanted: dict[Any, str | None] = {}  # key: its new value, or None if gone
+        only_cand_before = len(only_cand)
+        for row in leftover:
+            key, value = cand.split_row(row)
+            if key in b_index:
+                wanted[key] = value
+            else:
+                only_cand.append((key, value))
+        del leftover
+        shared = (nc - j) - (len(only_cand) - only_cand_before)
+        if (nb - i) - shared:  # some keys of the base's remainder are gone
+            wanted.update(dict.fromkeys(b_index - c_index))  # settled ones included
+        if wanted:
+            found = compress(count(i), map(wanted.__contains__, _iter_from(bk, i)))
+            for p in found:
+                new = wanted[bk[p]]
+                if new is None:
+                    only_base.append((bk[p], base.value_at(p)))
+                else:
+                    moved.append((bk[p], base.value_at(p), new))
+    else:
+        only_base.extend((bk[p], base.value_at(p)) for p in range(i, nb))
+        only_cand.extend((ck[q], cand.value_at(q)) for q in range(j, nc))
+    b_cell, c_cell = base.to_cell, cand.to_cell
+    by_cell = itemgetter(0)
+    return EvidenceDiff(
+        identical=nb - len(moved) - len(only_base),
+        moved=tuple(
+            sorted(((b_cell(k), old, new) for k, old, new in moved), key=by_cell)
+        ),
+        only_base=tuple(sorted(((b_cell(k), v) for k, v in only_base), key=by_cell)),
+        only_candidate=tuple(
+            sorted(((c_cell(k), v) for k, v in only_cand), key=by_cell)
+        ),
+    )
+
+
+def diff_cells(base: Mapping[Cell, str], candidate: Mapping[Cell, str]) -> EvidenceDiff:
+    """Compare two captures cell by cell."""
+    with _gc_paused():
+        return _diff_sides(_Side.of_mapping(base), _Side.of_mapping(candidate))
+
+
+def label(cell: Cell) -> str:
+    """``suite / arm / key``, as the diff prints a cell."""
+    return " / ".join(cell)
+
+
+def render_diff(d: EvidenceDiff) -> Iterator[str]:
+    """The text report, one line at a time (no line ends)::
+
+        MOVED suite / arm / key | old -> new
+        ONLY-BASE suite / arm / key | value
+        ONLY-CANDIDATE suite / arm / key | value
+        N identical, M moved, B only in base, C only in candidate
+
+    All MOVED lines first, then ONLY-BASE, then ONLY-CANDIDATE, each sorted by cell;
+    the summary line is always last.
+    """
+    for cell, old, new in d.moved:
+        yield f"MOVED {label(cell)} | {old} -> {new}"
+    for cell, value in d.only_base:
+        yield f"ONLY-BASE {label(cell)} | {value}"
+    for cell, value in d.only_candidate:
+        yield f"ONLY-CANDIDATE {label(cell)} | {value}"
+    yield (
+        f"{d.identical} identical, {len(d.moved)} moved, "
+        f"{len(d.only_base)} only in base, {len(d.only_candidate)} only in candidate"
+    )
+
+
+def diff_to_json(d: EvidenceDiff) -> dict[str, Any]:
+    """The diff as JSON-ready data. Shape (version 1; members are stable)::
+
+        {
+          "format": "relgate-evidence-diff",
+          "version": 1,
+          "clean": false,
+          "counts": {"identical": N, "moved": M, "only_base": B, "only_candidate": C},
+          "moved": [{"suite": s, "arm": a, "key": k, "old": v0, "new": v1}, ...],
+          "only_base": [{"suite": s, "arm": a, "key": k, "value": v}, ...],
+          "only_candidate": [{"suite": s, "arm": a, "key": k, "value": v}, ...]
+        }
+
+    Lists are sorted by (suite, arm, key), as in :func:`render_diff`.
+    """
+    return {
+        "format": JSON_FORMAT,
+        "version": JSON_VERSION,
+        "clean": d.clean,
+        "counts": {
+            "identical": d.identical,
+            "moved": len(d.moved),
+            "only_base": len(d.only_base),
+            "only_candidate": len(d.only_candidate),
+        },
+        "moved": [
+            {"suite": s, "arm": a, "key": k, "old": old, "new": new}
+            for (s, a, k), old, new in d.moved
+        ],
+        "only_base": [
+            {"suite": s, "arm": a, "key": k, "value": v} for (s, a, k), v in d.only_base
+        ],
+        "only_candidate": [
+            {"suite": s, "arm": a, "key": k, "value": v}
+            for (s, a, k), v in d.only_candidate
+        ],
+    }
+
+
+def diff_command(base: Path, candidate: Path, *, as_json: bool, out: TextIO) -> int:
+    """``relgate evidence diff``: compare two capture files and write the report.
+
+    Writes :func:`render_diff`'s lines (or, with ``as_json``, :func:`diff_to_json`'s
+    document) to ``out``. Returns 0 when identical, 1 on any difference. A missing
+    file, invalid UTF-8 or a malformed row raises ``InputError`` (exit 2 in the CLI)
+    before anything is written.
+    """
+    with _gc_paused():
+        base_side = _read_side(base)
+        candidate_side = _read_side(candidate)
+        d = _diff_sides(base_side, candidate_side)
+        del base_side, candidate_side
+    if as_json:
+        json.dump(diff_to_json(d), out, indent=2, ensure_ascii=False)
+        out.write("\n")
+    else:
+        out.write("\n".join(render_diff(d)))
+        out.write("\n")
+    return 0 if d.clean else 1

@@ -1,0 +1,479 @@
+"""The ledger: one SQLite row per executed step, logs stored by content hash.
+
+Layout under the ledger home (``.relgate/`` or ``RELGATE_HOME``)::
+
+    ledger.sqlite3                  runs, steps, artifacts (WAL)
+    logs/<commit>/<sha256>.log      complete step logs, content-addressed, never overwritten
+    logs/<commit>/partial/…         logs of steps still running (or cut short by a crash)
+
+A step row is written *before* the step runs, as ``error`` ("never finished"), and
+updated when it ends; a crash or a kill therefore leaves an error, never a pass.
+The schema carries a version (``PRAGMA user_version``) and migrates forward.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, fields
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from relgate.core.errors import InputError
+from relgate.core.verdict import Verdict
+
+__all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON"]
+
+SCHEMA_VERSION = 3
+UNFINISHED_REASON = "never finished: relgate stopped before the step ended"
+
+# Each entry upgrades the schema from version i to i + 1.
+_MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE runs (
+        id TEXT PRIMARY KEY,
+        session TEXT NOT NULL,
+        argv TEXT NOT NULL,
+        project TEXT NOT NULL,
+        project_root TEXT NOT NULL,
+        commit_sha TEXT NOT NULL,
+        branch TEXT,
+        dirty INTEGER NOT NULL,
+        started TEXT NOT NULL,
+        finished TEXT,
+        outcome TEXT
+    );
+    CREATE TABLE steps (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        session TEXT NOT NULL,
+        step TEXT NOT NULL,
+        lane TEXT,
+        target TEXT,
+        host TEXT NOT NULL,
+        board TEXT,
+        driver TEXT,
+        toolkit TEXT,
+        commit_sha TEXT NOT NULL,
+        dirty INTEGER NOT NULL,
+        command TEXT NOT NULL,
+        cwd TEXT,
+        env TEXT NOT NULL DEFAULT '{}',
+        started TEXT NOT NULL,
+        duration REAL,
+        exit_code INTEGER,
+        verdict TEXT NOT NULL,
+        reason TEXT,
+        warning_count INTEGER NOT NULL DEFAULT 0,
+        warnings TEXT NOT NULL DEFAULT '[]',
+        log_path TEXT,
+        log_sha256 TEXT,
+        tail TEXT
+    );
+    CREATE INDEX steps_by_commit ON steps(commit_sha, session, step);
+    CREATE TABLE artifacts (
+        sha256 TEXT PRIMARY KEY,
+        kind TEXT NOT NULL,
+        path TEXT NOT NULL,
+        size INTEGER NOT NULL,
+        created TEXT NOT NULL
+    );
+    """,
+    # 2: evidence captured by a step, and steps that reuse an earlier identical pass.
+    """
+    ALTER TABLE steps ADD COLUMN reused_from INTEGER REFERENCES steps(id);
+    CREATE TABLE evidence (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        step_id INTEGER NOT NULL REFERENCES steps(id),
+        run_id TEXT NOT NULL REFERENCES runs(id),
+        commit_sha TEXT NOT NULL,
+        dirty INTEGER NOT NULL,
+        host TEXT NOT NULL,
+        board TEXT,
+        toolkit TEXT,
+        lane TEXT,
+        target TEXT,
+        sha256 TEXT NOT NULL,
+        path TEXT NOT NULL,
+        created TEXT NOT NULL
+    );
+    CREATE INDEX evidence_by_commit ON evidence(commit_sha, board, lane, target);
+    """,
+    # 3: accepted evidence baselines, one merged capture per release and board.
+    """
+    CREATE TABLE baselines (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        release TEXT NOT NULL,
+        board TEXT NOT NULL,
+        commit_sha TEXT NOT NULL,
+        sha256 TEXT NOT NULL,
+        path TEXT NOT NULL,
+        cells INTEGER NOT NULL,
+        accepted TEXT NOT NULL
+    );
+    CREATE INDEX baselines_by_board ON baselines(board, id);
+    """,
+)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRow:
+    id: str
+    session: str
+    argv: str
+    project: str
+    project_root: str
+    commit_sha: str
+    branch: str | None
+    dirty: bool
+    started: str
+    finished: str | None
+    outcome: str | None
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepRow:
+    id: int
+    run_id: str
+    session: str
+    step: str
+    lane: str | None
+    target: str | None
+    host: str
+    board: str | None
+    driver: str | None
+    toolkit: str | None
+    commit_sha: str
+    dirty: bool
+    command: str
+    cwd: str | None
+    env: dict[str, str]
+    started: str
+    duration: float | None
+    exit_code: int | None
+    verdict: Verdict
+    reason: str | None
+    warning_count: int
+    warnings: list[dict[str, Any]]
+    log_path: str | None
+    log_sha256: str | None
+    tail: str | None
+    reused_from: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["verdict"] = self.verdict.value
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class EvidenceRow:
+    id: int
+    step_id: int
+    run_id: str
+    commit_sha: str
+    dirty: bool
+    host: str
+    board: str | None
+    toolkit: str | None
+    lane: str | None
+    target: str | None
+    sha256: str
+    path: str
+    created: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class BaselineRow:
+    id: int
+    release: str
+    board: str
+    commit_sha: str
+    sha256: str
+    path: str
+    cells: int
+    accepted: str
+
+
+class Ledger:
+    """A connection to the ledger database under ``home``; use :meth:`open`."""
+
+    def __init__(self, conn: sqlite3.Connection, home: Path) -> None:
+        self._conn = conn
+        self.home = home
+
+    @classmethod
+    def open(cls, home: Path) -> "Ledger":
+        home = Path(home)
+        try:
+            home.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(home / "ledger.sqlite3", timeout=30, isolation_level=None)
+            conn.row_factory = sqlite3.Row
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: never corrupt, one fsync per checkpoint
+            conn.execute("PRAGMA foreign_keys=ON")
+            ledger = cls(conn, home)
+            ledger._migrate()
+        except sqlite3.DatabaseError as exc:
+            raise InputError(f"{home / 'ledger.sqlite3'}: not a usable ledger: {exc}") from None
+        except OSError as exc:
+            raise InputError(f"{home}: cannot create the ledger home: {exc.strerror or exc}") from None
+        return ledger
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- schema ------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise InputError(f"{self.home / 'ledger.sqlite3'}: schema version {version} is newer than "
+                             f"this relgate understands ({SCHEMA_VERSION}); upgrade relgate")
+        for target in range(version + 1, SCHEMA_VERSION + 1):
+            with self._tx():
+                for statement in _split_sql(_MIGRATIONS[target - 1]):
+                    self._conn.execute(statement)
+                self._conn.execute(f"PRAGMA user_version = {target}")
+
+    @property
+    def schema_version(self) -> int:
+        return int(self._conn.execute("PRAGMA user_version").fetchone()[0])
+
+    @contextmanager
+    def _tx(self) -> Iterator[None]:
+        self._conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield
+        except BaseException:
+            self._conn.execute("ROLLBACK")
+            raise
+        self._conn.execute("COMMIT")
+
+    # -- runs --------------------------------------------------------------------------
+    def begin_run(self, *, session: str, argv: Sequence[str], project: str, project_root: Path,
+                  commit: str, branch: str | None, dirty: bool) -> str:
+        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+        with self._tx():
+            self._conn.execute(
+                "INSERT INTO runs (id, session, argv, project, project_root, commit_sha, branch, dirty, started)"
+                " VALUES (?,?,?,?,?,?,?,?,?)",
+                (run_id, session, json.dumps(list(argv)), project, str(project_root), commit, branch,
+                 int(dirty), _now()),
+            )
+        return run_id
+
+    def finish_run(self, run_id: str, outcome: str) -> None:
+        with self._tx():
+            self._conn.execute("UPDATE runs SET finished = ?, outcome = ? WHERE id = ?", (_now(), outcome, run_id))
+
+    # -- steps -------------------------------------------------------------------------
+    def begin_step(self, *, run_id: str, session: str, step: str, lane: str | None, target: str | None,
+                   host: str, board: str | None, driver: str | None, toolkit: str | None,
+                   commit: str, dirty: bool, command: str, cwd: str | None,
+                   env: Mapping[str, str], log_path: Path | None) -> int:
+        with self._tx():
+            cur = self._conn.execute(
+                "INSERT INTO steps (run_id, session, step, lane, target, host, board, driver, toolkit,"
+                " commit_sha, dirty, command, cwd, env, started, verdict, reason, log_path)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                (run_id, session, step, lane, target, host, board, driver, toolkit, commit, int(dirty),
+                 command, cwd, json.dumps(dict(env), sort_keys=True), _now(), Verdict.ERROR.value,
+                 UNFINISHED_REASON, self._rel(log_path)),
+            )
+        return int(cur.lastrowid)
+
+    def finish_step(self, step_id: int, *, verdict: Verdict, reason: str | None, exit_code: int | None,
+                    duration: float | None, warnings: Sequence[Mapping[str, Any]] = (),
+                    warning_count: int | None = None, log_path: Path | None = None,
+                    log_sha256: str | None = None, tail: str | None = None,
+                    command: str | None = None) -> None:
+        with self._tx():
+            self._conn.execute(
+                "UPDATE steps SET verdict = ?, reason = ?, exit_code = ?, duration = ?, warnings = ?,"
+                " warning_count = ?, log_path = COALESCE(?, log_path), log_sha256 = ?, tail = ?,"
+                " command = COALESCE(?, command) WHERE id = ?",
+                (verdict.value, reason, exit_code, duration, json.dumps(list(warnings)),
+                 len(warnings) if warning_count is None else warning_count, self._rel(log_path),
+                 log_sha256, tail, command, step_id),
+            )
+
+    def record_step(self, **kw: Any) -> int:
+        """A step decided without running anything (skip, not-run): one row, final at once."""
+        finish = {k: kw.pop(k) for k in ("verdict", "reason") if k in kw}
+        step_id = self.begin_step(log_path=None, **kw)
+        self.finish_step(step_id, exit_code=None, duration=0.0, **finish)
+        return step_id
+
+    def steps(self, *, commit: str | None = None, run_id: str | None = None) -> list[StepRow]:
+        where, args = [], []
+        if commit is not None:
+            where.append("commit_sha = ?")
+            args.append(commit)
+        if run_id is not None:
+            where.append("run_id = ?")
+            args.append(run_id)
+        sql = "SELECT * FROM steps" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
+        return [_step_row(r) for r in self._conn.execute(sql, args)]
+
+    def runs(self, *, commit: str | None = None) -> list[RunRow]:
+        sql = "SELECT * FROM runs" + (" WHERE commit_sha = ?" if commit else "") + " ORDER BY started"
+        return [RunRow(**{**dict(r), "dirty": bool(r["dirty"])})
+                for r in self._conn.execute(sql, (commit,) if commit else ())]
+
+    def reusable_pass(self, *, commit: str, session: str, step: str, host: str, command: str) -> StepRow | None:
+        """The latest pass of this exact step (same commit, host, command) on a clean tree."""
+        row = self._conn.execute(
+            "SELECT * FROM steps WHERE commit_sha = ? AND session = ? AND step = ? AND host = ? AND command = ?"
+            " AND dirty = 0 AND verdict = ? ORDER BY id DESC LIMIT 1",
+            (commit, session, step, host, command, Verdict.PASS.value)).fetchone()
+        return None if row is None else _step_row(row)
+
+    def reuse_step(self, *, run_id: str, original: StepRow) -> int:
+        """Record that ``original`` stands for this run too (a new row pointing at it)."""
+        source = original.reused_from or original.id
+        with self._tx():
+            cur = self._conn.execute(
+                "INSERT INTO steps (run_id, session, step, lane, target, host, board, driver, toolkit, commit_sha,"
+                " dirty, command, cwd, env, started, duration, exit_code, verdict, reason, warning_count, warnings,"
+                " log_path, log_sha256, tail, reused_from)"
+                " SELECT ?, session, step, lane, target, host, board, driver, toolkit, commit_sha, dirty, command,"
+                " cwd, env, ?, 0, exit_code, verdict, ?, warning_count, warnings, log_path, log_sha256, tail, ?"
+                " FROM steps WHERE id = ?",
+                (run_id, _now(), f"reused: passed as step #{source}", source, source))
+            new_id = int(cur.lastrowid)
+            self._conn.execute(
+                "INSERT INTO evidence (step_id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
+                " sha256, path, created) SELECT ?, ?, commit_sha, dirty, host, board, toolkit, lane, target,"
+                " sha256, path, ? FROM evidence WHERE step_id = ?", (new_id, run_id, _now(), source))
+        return new_id
+
+    # -- evidence --------------------------------------------------------------------------
+    def evidence_path(self, run_id: str, step: str) -> Path:
+        """A fresh file a step's tests append evidence cells to."""
+        path = self.home / "evidence" / "runs" / run_id / f"{_safe(step)}.cells"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if path.exists():
+            path.unlink()
+        return path
+
+    def store_evidence(self, captured: Path, *, step_id: int) -> EvidenceRow:
+        """Keep a capture by content hash and index it by the step's commit, host, board, lane, target."""
+        sha, path = self.store_blob(captured.read_bytes(), kind="evidence", suffix=".cells")
+        with self._tx():
+            cur = self._conn.execute(
+                "INSERT INTO evidence (step_id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
+                " sha256, path, created) SELECT id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
+                " ?, ?, ? FROM steps WHERE id = ?", (sha, path, _now(), step_id))
+            row_id = int(cur.lastrowid)
+        return self.evidence(row_id=row_id)[0]
+
+    def store_blob(self, data: bytes, *, kind: str, suffix: str) -> tuple[str, str]:
+        """Keep bytes by content hash under ``objects/``; returns (sha256, path relative to home)."""
+        sha = hashlib.sha256(data).hexdigest()
+        final = self.home / "objects" / sha[:2] / f"{sha}{suffix}"
+        if not final.exists():
+            final.parent.mkdir(parents=True, exist_ok=True)
+            tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
+            tmp.write_bytes(data)
+            os.replace(tmp, final)
+        with self._tx():
+            self._conn.execute(
+                "INSERT OR IGNORE INTO artifacts (sha256, kind, path, size, created) VALUES (?,?,?,?,?)",
+                (sha, kind, self._rel(final), len(data), _now()))
+        return sha, str(self._rel(final))
+
+    def add_baselines(self, rows: Sequence[Mapping[str, Any]]) -> list[BaselineRow]:
+        """Record accepted baselines (release, board, commit_sha, sha256, path, cells) at once."""
+        ids = []
+        with self._tx():
+            for r in rows:
+                cur = self._conn.execute(
+                    "INSERT INTO baselines (release, board, commit_sha, sha256, path, cells, accepted)"
+                    " VALUES (?,?,?,?,?,?,?)",
+                    (r["release"], r["board"], r["commit_sha"], r["sha256"], r["path"], r["cells"], _now()))
+                ids.append(int(cur.lastrowid))
+        return [b for b in self.baselines() if b.id in ids]
+
+    def baselines(self, *, board: str | None = None) -> list[BaselineRow]:
+        sql = "SELECT * FROM baselines" + (" WHERE board = ?" if board else "") + " ORDER BY id"
+        return [BaselineRow(**dict(r)) for r in self._conn.execute(sql, (board,) if board else ())]
+
+    def evidence(self, *, commit: str | None = None, row_id: int | None = None,
+                 step_id: int | None = None) -> list[EvidenceRow]:
+        where, args = [], []
+        for column, value in (("commit_sha", commit), ("id", row_id), ("step_id", step_id)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = "SELECT * FROM evidence" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
+        return [EvidenceRow(**{**dict(r), "dirty": bool(r["dirty"])}) for r in self._conn.execute(sql, args)]
+
+    # -- logs as content-addressed artifacts --------------------------------------------------
+    def partial_log_path(self, commit: str, run_id: str, step: str) -> Path:
+        path = self.home / "logs" / commit / "partial" / f"{run_id}-{_safe(step)}.log"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    def store_log(self, partial: Path, commit: str) -> tuple[Path, str]:
+        """Move a finished log to ``logs/<commit>/<sha256>.log``; same content, same file."""
+        digest = hashlib.sha256()
+        with open(partial, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                digest.update(block)
+        sha = digest.hexdigest()
+        final = self.home / "logs" / commit / f"{sha}.log"
+        if final.exists():
+            partial.unlink()
+        else:
+            os.replace(partial, final)
+        with self._tx():
+            self._conn.execute(
+                "INSERT OR IGNORE INTO artifacts (sha256, kind, path, size, created) VALUES (?,?,?,?,?)",
+                (sha, "log", self._rel(final), final.stat().st_size, _now()),
+            )
+        return final, sha
+
+    def _rel(self, path: Path | None) -> str | None:
+        if path is None:
+            return None
+        try:
+            return str(Path(path).relative_to(self.home))
+        except ValueError:
+            return str(path)
+
+    def resolve(self, stored: str | None) -> Path | None:
+        """The absolute path of a ``log_path`` stored in a row."""
+        return None if stored is None else self.home / stored
+
+
+def _step_row(r: sqlite3.Row) -> StepRow:
+    d = dict(r)
+    d["dirty"] = bool(d["dirty"])
+    d["verdict"] = Verdict(d["verdict"])
+    d["env"] = json.loads(d["env"] or "{}")
+    d["warnings"] = json.loads(d["warnings"] or "[]")
+    return StepRow(**d)
+
+
+def _safe(name: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_.," else "_" for ch in name)
+
+
+def _split_sql(script: str) -> list[str]:
+    return [s.strip() for s in script.split(";") if s.strip()]

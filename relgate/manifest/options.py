@@ -1,0 +1,53 @@
+"""Options of a run, from the CLI or from nox posargs (``nox -s gate -- --require-all``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from relgate.core.errors import InputError
+
+__all__ = ["RunOptions", "parse_run_options", "add_run_options"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunOptions:
+    names: tuple[str, ...] = ()
+    require_all: bool = False
+    reuse: bool = False
+    report: Path | None = None
+    junit: Path | None = None
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise InputError(f"{self.prog}: {message}")
+
+
+def add_run_options(p: argparse.ArgumentParser, *, names: bool = True) -> None:
+    p.add_argument("--require-all", action="store_true",
+                   help="a step nothing could run (not-run) fails the run (also RELGATE_REQUIRE_ALL=1)")
+    p.add_argument("--reuse", action="store_true",
+                   help="keep passes already recorded for this exact commit on a clean tree")
+    p.add_argument("--report", type=Path, metavar="FILE.json",
+                   help="write a JSON report ({session} in the name: one file per session)")
+    p.add_argument("--junit", type=Path, metavar="FILE.xml",
+                   help="write a JUnit XML report ({session} in the name: one file per session)")
+    if names:
+        p.add_argument("names", nargs="*", metavar="TARGET", help="run only these targets")
+
+
+def options_from(ns: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> RunOptions:
+    flag = environ.get("RELGATE_REQUIRE_ALL", "").strip().lower() in ("1", "true", "yes")
+    return RunOptions(names=tuple(getattr(ns, "names", ()) or ()), require_all=ns.require_all or flag,
+                      reuse=ns.reuse, report=ns.report, junit=ns.junit)
+
+
+def parse_run_options(argv: Sequence[str], *, prog: str, names: bool = True,
+                      environ: Mapping[str, str] = os.environ) -> RunOptions:
+    p = _Parser(prog=prog, add_help=False)
+    add_run_options(p, names=names)
+    return options_from(p.parse_args(list(argv)), environ)

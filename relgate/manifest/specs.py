@@ -1,0 +1,406 @@
+"""The manifests that describe a project under qualification.
+
+Each ``parse_*`` function is pure: it takes the mapping read from a TOML file and the
+file's path (for messages) and returns frozen records, or raises :class:`ManifestError`
+listing every problem found, one line each, naming the file and the dotted key.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from relgate.core.errors import InputError
+from relgate.core.redact import display_command
+from relgate.manifest.schema import Checker, did_you_mean
+
+__all__ = [
+    "PROJECT_KINDS", "AllowRule", "CommandSpec", "ProjectSpec", "ReleaseTarget", "Matrix", "Check",
+    "BuildsSpec", "HostSpec", "parse_project", "parse_builds", "parse_host",
+]
+
+PROJECT_KINDS = ("make", "cargo", "python")
+HOST_KINDS = ("local", "ssh")
+CHECK_BUILTINS = ("git-diff-check",)
+WARNING_POLICIES = ("deny", "ignore")
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+class _Described(Protocol):
+    def describe(self) -> str: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class AllowRule:
+    """Accept the warnings whose ``describe()`` the regex ``pattern`` matches (search).
+
+    ``reason`` is required: an accepted warning must say why it is acceptable.
+    """
+
+    pattern: str
+    reason: str
+
+    def __post_init__(self) -> None:
+        _validate_rule(self.pattern, self.reason, "allow rule")
+
+    @classmethod
+    def create(cls, pattern: Any, reason: Any, where: str) -> AllowRule:
+        """Validate values read from a manifest; errors start with ``where``.
+
+        ``where`` names the rule, e.g. ``"manifests/builds.toml: release.cpu.allow[0]"``;
+        a problem is reported as ``"<where>.pattern: bad regex ..."``.
+        """
+        _validate_rule(pattern, reason, where)
+        return cls(pattern=pattern, reason=reason)
+
+    def matches(self, warning: _Described) -> bool:
+        """Whether this rule accepts ``warning``."""
+        return re.search(self.pattern, warning.describe()) is not None
+
+
+def _validate_rule(pattern: Any, reason: Any, where: str) -> None:
+    if not isinstance(pattern, str):
+        raise InputError(f"{where}.pattern: expected a string (a regex), got {type(pattern).__name__}")
+    if not pattern:
+        raise InputError(f"{where}.pattern: empty; it would allow every warning")
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise InputError(f"{where}.pattern: bad regex {pattern!r}: {exc}") from None
+    if not isinstance(reason, str):
+        raise InputError(f"{where}.reason: expected a string, got {type(reason).__name__}")
+    if not reason.strip():
+        raise InputError(f"{where}.reason: required; say why this warning is acceptable")
+
+
+@dataclass(frozen=True, kw_only=True)
+class CommandSpec:
+    """One command: an argv, or an explicit shell string (``shell = true``)."""
+
+    argv: tuple[str, ...] | None = None
+    shell: str | None = None
+
+    def display(self) -> str:
+        """As a person would type it; secrets on the command line (``--token=…``) are hidden."""
+        return display_command(argv=self.argv, shell=self.shell)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectSpec:
+    name: str
+    root: Path
+    kind: str
+    version: str
+    changelog: Path
+    evidence_env: str
+    source: Path
+    lanes: Path | None = None  # the project's own lanes file (``qual/lanes.toml``), if it keeps one
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepOptions:
+    """What every buildable entry (release target, matrix, check) can say."""
+
+    cwd: str = "."
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    requires: tuple[str, ...] = ()
+    warnings: str = "deny"
+    allow: tuple[AllowRule, ...] = ()
+    skip: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseTarget:
+    """A named release build; it starts clean (``clean`` runs first)."""
+
+    name: str
+    clean: CommandSpec | None
+    run: CommandSpec
+    options: StepOptions
+
+
+@dataclass(frozen=True, kw_only=True)
+class Matrix:
+    """``features`` × (nothing + each of ``plus``), one build step each."""
+
+    name: str
+    run: str  # a template with {features}
+    shell: bool
+    features: tuple[str, ...]
+    plus: tuple[str, ...]
+    options: StepOptions
+
+    def expand(self) -> list[tuple[str, CommandSpec]]:
+        """(feature set, command) for every combination, in declaration order."""
+        sets: list[str] = []
+        for feats in self.features:
+            sets.append(feats)
+            for extra in self.plus:
+                sets.append(",".join(f for f in (feats, extra) if f))
+        out = []
+        tokens = None if self.shell else shlex.split(self.run)
+        for feats in sets:
+            if tokens is None:
+                out.append((feats, CommandSpec(shell=self.run.replace("{features}", shlex.quote(feats)))))
+            else:  # substitute per argument: an empty feature set stays one (empty) argument
+                out.append((feats, CommandSpec(argv=tuple(t.replace("{features}", feats) for t in tokens))))
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check:
+    """One host check: exactly one of a command, a release target, a matrix, a builtin."""
+
+    name: str
+    run: CommandSpec | None = None
+    release: str | None = None
+    matrix: str | None = None
+    builtin: str | None = None
+    expect_output: str | None = None
+    options: StepOptions
+
+
+@dataclass(frozen=True, kw_only=True)
+class BuildsSpec:
+    checks: tuple[Check, ...]
+    releases: Mapping[str, ReleaseTarget]
+    matrices: Mapping[str, Matrix]
+    diff_base: str | None
+    source: Path
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostSpec:
+    name: str
+    kind: str
+    address: str | None = None
+    user: str | None = None
+    port: int = 22
+    identity: str | None = None
+    workdir: str | None = None
+    boards: tuple[str, ...] = ()
+    driver: str | None = None
+    toolkit: str | None = None
+    capabilities: tuple[str, ...] = ()
+    detect: bool = True
+    exclusive: bool = False
+    source: Path
+
+
+# --- project.toml ---------------------------------------------------------------------
+
+_PROJECT_KEYS = ("name", "root", "kind", "version", "changelog", "evidence_env", "lanes")
+
+
+def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
+    c = Checker(path)
+    c.keys(data, "", ["project"], required=["project"])
+    table = c.get(data, "", "project", dict, {})
+    # No [project] table (or not a table): that one problem, not one per missing key.
+    c.keys(table, "project", _PROJECT_KEYS,
+           required=("name", "root", "kind", "version") if isinstance(data.get("project"), dict) else ())
+    name = c.get(table, "project", "name", str, "")
+    root_text = c.get(table, "project", "root", str, "")
+    kind = c.choice(table, "project", "kind", PROJECT_KINDS, default="make")
+    version = c.get(table, "project", "version", str, "")
+    changelog = c.get(table, "project", "changelog", str, "CHANGELOG.md")
+    evidence_env = c.get(table, "project", "evidence_env", str, "RELGATE_EVIDENCE")
+    if isinstance(table.get("name"), str) and not name.strip():
+        c.problem("project.name", "must not be empty")
+    if evidence_env and not _ENV_NAME.fullmatch(evidence_env):
+        c.problem("project.evidence_env", f'"{evidence_env}" is not an environment variable name')
+    root = (Path(path).parent / root_text).resolve() if root_text else Path(path).parent
+    if root_text and not root.is_dir():
+        c.problem("project.root", f"{root} does not exist" if not root.exists() else f"{root} is not a directory")
+    elif root_text and changelog and not (root / changelog).is_file():
+        c.problem("project.changelog", f"{root / changelog} does not exist")
+    lanes = c.get(table, "project", "lanes", str)
+    if lanes is not None and root.is_dir() and not (root / lanes).is_file():
+        c.problem("project.lanes", f"{root / lanes} does not exist")
+    c.raise_if_problems()
+    return ProjectSpec(name=name, root=root, kind=kind or "make", version=version,
+                       changelog=root / changelog, evidence_env=evidence_env, source=Path(path),
+                       lanes=root / lanes if lanes else None)
+
+
+# --- builds.toml ----------------------------------------------------------------------
+
+_OPTION_KEYS = ("cwd", "env", "timeout", "requires", "warnings", "allow", "skip")
+
+
+def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_default: str) -> StepOptions:
+    timeout = c.get(table, prefix, "timeout", (int, float))
+    if timeout is not None and timeout <= 0:
+        c.problem(f"{prefix}.timeout", "must be a positive number of seconds")
+        timeout = None
+    allow: list[AllowRule] = []
+    for i, rule in c.array_of_tables(table, prefix, "allow").items():
+        where = f"{prefix}.allow[{i}]"
+        c.keys(rule, where, ("pattern", "reason"), required=("pattern", "reason"))
+        pattern = c.get(rule, where, "pattern", str)
+        reason = c.get(rule, where, "reason", str)
+        if pattern is None or reason is None:
+            continue
+        try:
+            allow.append(AllowRule.create(pattern, reason, f"{c.shown}: {where}"))
+        except InputError as exc:
+            c.problems.append(str(exc))
+    env = c.string_map(table, prefix, "env")
+    for key in env:
+        if not _ENV_NAME.fullmatch(key):
+            c.problem(f"{prefix}.env", f'"{key}" is not an environment variable name')
+    skip = c.get(table, prefix, "skip", str)
+    if skip is not None and not skip.strip():
+        c.problem(f"{prefix}.skip", "needs a reason (a non-empty string)")
+    return StepOptions(
+        cwd=c.get(table, prefix, "cwd", str, "."),
+        env=env,
+        timeout=float(timeout) if timeout is not None else None,
+        requires=tuple(c.string_list(table, prefix, "requires")),
+        warnings=c.choice(table, prefix, "warnings", WARNING_POLICIES, default=warnings_default) or warnings_default,
+        allow=tuple(allow),
+        skip=skip,
+    )
+
+
+def _command(c: Checker, table: Mapping[str, Any], prefix: str, key: str, shell: bool) -> CommandSpec | None:
+    value = c.get(table, prefix, key, (str, list))
+    if value is None:
+        return None
+    where = f"{prefix}.{key}"
+    if isinstance(value, list):
+        if shell:
+            c.problem(where, "shell = true needs the command as one string")
+            return None
+        if not value or not all(isinstance(v, str) for v in value):
+            c.problem(where, "expected a non-empty array of strings")
+            return None
+        return CommandSpec(argv=tuple(value))
+    if not value.strip():
+        c.problem(where, "must not be empty")
+        return None
+    if shell:
+        return CommandSpec(shell=value)
+    try:
+        argv = shlex.split(value)
+    except ValueError as exc:
+        c.problem(where, f"cannot split into arguments: {exc}")
+        return None
+    if any(tok in ("&&", "||", ";", "|", ">", "<") for tok in argv):
+        c.problem(where, "uses shell syntax; set shell = true or give an argv array")
+        return None
+    return CommandSpec(argv=tuple(argv))
+
+
+def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
+    c = Checker(path)
+    c.keys(data, "", ("check", "release", "matrix", "host"))
+
+    host = c.get(data, "", "host", dict, {})
+    c.keys(host, "host", ("diff_base",))
+    diff_base = c.get(host, "host", "diff_base", str)
+
+    releases: dict[str, ReleaseTarget] = {}
+    release_tables = c.tables(data, "", "release")
+    for name, table in release_tables.items():
+        prefix = f"release.{name}"
+        c.keys(table, prefix, ("run", "clean", "shell", *_OPTION_KEYS), required=("run",))
+        shell = bool(c.get(table, prefix, "shell", bool, False))
+        run = _command(c, table, prefix, "run", shell)
+        clean = _command(c, table, prefix, "clean", shell)
+        options = _options(c, table, prefix, warnings_default="deny")
+        if run is not None:
+            releases[name] = ReleaseTarget(name=name, clean=clean, run=run, options=options)
+
+    matrices: dict[str, Matrix] = {}
+    for name, table in c.tables(data, "", "matrix").items():
+        prefix = f"matrix.{name}"
+        c.keys(table, prefix, ("run", "shell", "features", "plus", *_OPTION_KEYS), required=("run", "features"))
+        run = c.get(table, prefix, "run", str)
+        if run is not None and "{features}" not in run:
+            c.problem(f"{prefix}.run", 'needs a "{features}" placeholder')
+        features = c.string_list(table, prefix, "features")
+        if "features" in table and not features:
+            c.problem(f"{prefix}.features", "must list at least one feature set")
+        matrices[name] = Matrix(
+            name=name, run=run or "", shell=bool(c.get(table, prefix, "shell", bool, False)),
+            features=tuple(features), plus=tuple(c.string_list(table, prefix, "plus")),
+            options=_options(c, table, prefix, warnings_default="deny"),
+        )
+
+    checks: list[Check] = []
+    seen: set[str] = set()
+    for i, table in c.array_of_tables(data, "", "check").items():
+        prefix = f"check[{i}]"
+        c.keys(table, prefix, ("name", "run", "shell", "release", "matrix", "builtin", "expect_output",
+                               *_OPTION_KEYS), required=("name",))
+        name = c.get(table, prefix, "name", str, "")
+        if name and name in seen:
+            c.problem(f"{prefix}.name", f'duplicate check name "{name}"')
+        seen.add(name)
+        kinds = [k for k in ("run", "release", "matrix", "builtin") if k in table]
+        if len(kinds) != 1:
+            c.problem(prefix, "needs exactly one of run, release, matrix, builtin"
+                      + (f" (has {', '.join(kinds)})" if kinds else ""))
+        release = c.get(table, prefix, "release", str)
+        # A declared target with its own problems is reported there, not again here.
+        if release is not None and release not in release_tables:
+            c.problem(f"{prefix}.release", f'no release target "{release}"' + did_you_mean(release, release_tables))
+        matrix = c.get(table, prefix, "matrix", str)
+        if matrix is not None and matrix not in matrices:
+            c.problem(f"{prefix}.matrix", f'no matrix "{matrix}"' + did_you_mean(matrix, matrices))
+        builtin = c.choice(table, prefix, "builtin", CHECK_BUILTINS)
+        expect = c.get(table, prefix, "expect_output", str)
+        if expect is not None:
+            try:
+                re.compile(expect)
+            except re.error as exc:
+                c.problem(f"{prefix}.expect_output", f"bad regular expression: {exc}")
+        if release is not None or matrix is not None:
+            for key in sorted(set(table) & {"shell", "expect_output", *_OPTION_KEYS} - {"skip"}):
+                c.problem(f"{prefix}.{key}", "set it on the release target or matrix this check runs")
+        shell = bool(c.get(table, prefix, "shell", bool, False))
+        checks.append(Check(
+            name=name, run=_command(c, table, prefix, "run", shell), release=release, matrix=matrix,
+            builtin=builtin, expect_output=expect,
+            options=_options(c, table, prefix, warnings_default="ignore"),
+        ))
+    c.raise_if_problems()
+    return BuildsSpec(checks=tuple(checks), releases=releases, matrices=matrices,
+                      diff_base=diff_base, source=Path(path))
+
+
+# --- hosts/*.toml -----------------------------------------------------------------------
+
+_HOST_KEYS = ("name", "kind", "address", "user", "port", "identity", "workdir", "boards", "driver",
+              "toolkit", "capabilities", "detect", "exclusive")
+
+
+def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
+    c = Checker(path)
+    c.keys(data, "", ["host"], required=["host"])
+    t = c.get(data, "", "host", dict, {})
+    c.keys(t, "host", _HOST_KEYS)
+    kind = c.choice(t, "host", "kind", HOST_KINDS, default="local") or "local"
+    address = c.get(t, "host", "address", str)
+    if kind == "ssh" and not address:
+        c.problem("host.address", "an ssh host needs an address")
+    port = c.get(t, "host", "port", int, 22)
+    if not 0 < port < 65536:
+        c.problem("host.port", f"{port} is not a TCP port")
+    spec = HostSpec(
+        name=c.get(t, "host", "name", str, Path(path).stem), kind=kind, address=address,
+        user=c.get(t, "host", "user", str), port=port, identity=c.get(t, "host", "identity", str),
+        workdir=c.get(t, "host", "workdir", str), boards=tuple(c.string_list(t, "host", "boards")),
+        driver=c.get(t, "host", "driver", str), toolkit=c.get(t, "host", "toolkit", str),
+        capabilities=tuple(c.string_list(t, "host", "capabilities")),
+        detect=bool(c.get(t, "host", "detect", bool, kind == "local")),
+        exclusive=bool(c.get(t, "host", "exclusive", bool, False)), source=Path(path),
+    )
+    c.raise_if_problems()
+    return spec

@@ -1,0 +1,30 @@
+"""Declared targets of the project under qualification.
+
+Cargo targets come from Cargo.toml (``[[test]]``, ``[[bench]]``, ``[[example]]``,
+``[[bin]]``, auto-discovered ones unless ``autotests``/``autobenches`` say no); make and
+python targets are declared in the lanes manifest (``[target.NAME]`` with a path and a
+command). A :class:`Target` keeps what was declared even when it is wrong (no name, a
+missing file): the lane census reports those, it does not crash on them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from relgate.manifest.specs import CommandSpec
+
+__all__ = ["Target", "TARGET_KINDS"]
+
+TARGET_KINDS = ("test", "bench", "example", "bin", "command")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Target:
+    name: str | None  # None: declared without a name (a census violation)
+    path: str | None  # relative to the project root, "/"-separated; None: no path declared
+    kind: str  # one of TARGET_KINDS; "command" for make/python targets
+    required_features: tuple[str, ...] = ()
+    harness: bool = True
+    command: CommandSpec | None = None  # make/python: declared; cargo: derived per lane
+    origin: str = ""  # where it was declared, for messages: "Cargo.toml [[test]] #2"
+    auto: bool = False  # found by cargo's auto-discovery, not declared

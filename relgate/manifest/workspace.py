@@ -1,0 +1,113 @@
+"""One workspace loader, shared by the CLI and the nox sessions.
+
+It reads the manifest folder (``project.toml``, ``builds.toml``) and the host folder
+(``hosts/*.toml``), validates all of it up front and reports every problem at once.
+Sessions never parse TOML themselves.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from relgate.core.errors import InputError, ManifestError
+from relgate.manifest.intentional import IntentionalChange, parse_intentional
+from relgate.manifest.schema import display_path, read_toml
+from relgate.manifest.specs import BuildsSpec, HostSpec, ProjectSpec, parse_builds, parse_host, parse_project
+
+__all__ = ["Workspace", "LOCAL_HOST"]
+
+T = TypeVar("T")
+LOCAL_HOST = HostSpec(name="local", kind="local", source=Path("<built-in>"))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Workspace:
+    root: Path
+    manifests_dir: Path
+    hosts_dir: Path
+    home: Path
+    project: ProjectSpec
+    builds: BuildsSpec
+    hosts: Mapping[str, HostSpec]
+    intentional: tuple[IntentionalChange, ...] = ()  # intentional.toml: evidence re-recorded on purpose
+    package: Any = None  # package.toml (relgate.package_manifest.PackageManifest) when the folder has one
+
+    @property
+    def intentional_path(self) -> Path:
+        return self.manifests_dir / "intentional.toml"
+
+    @classmethod
+    def load(cls, root: Path, *, manifests: Path | None = None, hosts: Path | None = None,
+             home: Path | None = None, environ: Mapping[str, str] = os.environ,
+             invoked_from: Path | None = None) -> "Workspace":
+        """Paths: arguments win, then ``RELGATE_MANIFESTS``/``RELGATE_HOSTS``/``RELGATE_HOME``
+        (relative ones taken from ``invoked_from``, where the user stood, default the cwd)."""
+        root = Path(root).resolve()
+        base = Path(invoked_from) if invoked_from is not None else Path.cwd()
+        mdir = _pick(manifests, environ.get("RELGATE_MANIFESTS"), root / "manifests", base)
+        hdir = _pick(hosts, environ.get("RELGATE_HOSTS"), root / "hosts", base)
+        home_dir = _pick(home, environ.get("RELGATE_HOME"), root / ".relgate", base)
+        if not mdir.is_dir():
+            raise InputError(f"{display_path(mdir)}: no such manifest folder")
+        if not hdir.is_dir():
+            raise InputError(f"{display_path(hdir)}: no such host folder")
+
+        problems: list[str] = []
+        project = _load(mdir / "project.toml", parse_project, problems)
+        builds_path = mdir / "builds.toml"
+        builds = (_load(builds_path, parse_builds, problems) if builds_path.exists()
+                  else BuildsSpec(checks=(), releases={}, matrices={}, diff_base=None, source=builds_path))
+        intentional_path = mdir / "intentional.toml"
+        intentional = (_load(intentional_path, parse_intentional, problems) if intentional_path.exists() else [])
+        package = None
+        if project is not None and (mdir / "package.toml").exists():
+            from relgate.manifest.package_spec import load_package_manifest  # only projects that keep one pay for it
+
+            package = _collect(lambda: load_package_manifest(mdir, project), problems)
+        host_specs: dict[str, HostSpec] = {}
+        for path in sorted(hdir.glob("*.toml")):
+            spec = _load(path, parse_host, problems)
+            if spec is None:
+                continue
+            if spec.name in host_specs:
+                problems.append(f"{display_path(path)}: host.name: duplicate host \"{spec.name}\" "
+                                f"(also in {display_path(host_specs[spec.name].source)})")
+            host_specs[spec.name] = spec
+        if problems:
+            raise ManifestError(problems)
+        if not any(h.kind == "local" for h in host_specs.values()):
+            host_specs.setdefault(LOCAL_HOST.name, LOCAL_HOST)
+        assert project is not None and builds is not None
+        return cls(root=root, manifests_dir=mdir, hosts_dir=hdir, home=home_dir, project=project,
+                   builds=builds, hosts=host_specs, intentional=tuple(intentional or ()), package=package)
+
+    @property
+    def local_host(self) -> HostSpec:
+        return next(h for h in self.hosts.values() if h.kind == "local")
+
+
+def _pick(arg: Path | None, env: str | None, default: Path, base: Path) -> Path:
+    if arg is not None:
+        return Path(arg).resolve()
+    if env:
+        return (base / env).resolve()
+    return default
+
+
+def _collect(load: Callable[[], T], problems: list[str]) -> T | None:
+    """``load()``, or None with its problems added to ``problems``."""
+    try:
+        return load()
+    except ManifestError as exc:
+        problems.extend(exc.problems)
+    except InputError as exc:
+        problems.append(str(exc))
+    return None
+
+
+def _load(path: Path, parse: Callable[..., T], problems: list[str]) -> T | None:
+    return _collect(lambda: parse(read_toml(path), path=path), problems)

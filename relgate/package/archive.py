@@ -1,0 +1,376 @@
+"""Safe extraction of package archives: tar (plain, gzip, bzip2, xz — a ``.crate`` is a
+gzip tar) and zip (a wheel is a zip).
+
+Every member is checked before anything is written, with relgate's own rules (the same
+on every Python from 3.10 on; ``tarfile``'s extraction filters are not used):
+
+- refused: an absolute path (``/etc/x``, ``C:x``), a ``..`` component, a backslash or NUL
+  in a name, a duplicate name, a path that goes through a symlink of the archive, a
+  symlink whose target is absolute or resolves outside the extraction folder, a hard link
+  to anything but an earlier regular file, device files, FIFOs and other special members,
+  encrypted zip members, and archives that expand past ``max_bytes`` or ``max_members``;
+- written: folders, regular files (mode 0644, or 0755 when any execute bit is set; never
+  setuid, setgid or sticky), symlinks that stay inside (created last), hard links (as
+  copies of the file they name).
+
+The archive is extracted into a fresh hidden folder next to the destination and renamed
+into place once complete, so a refused or broken archive leaves nothing behind — nothing
+is ever written outside the destination's parent folder, and nothing at all on refusal.
+"""
+
+from __future__ import annotations
+
+import os
+import posixpath
+import re
+import shutil
+import stat
+import tarfile
+import tempfile
+import zipfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from relgate.core.errors import ExecutionError, InputError
+from relgate.manifest.schema import display_path
+
+__all__ = ["ArchiveError", "Member", "Extracted", "ARCHIVE_SUFFIXES", "is_archive_name", "read_members",
+           "extract"]
+
+#: Names relgate treats as archives (also the default "nested archive" globs of an inspection).
+ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".crate",
+                    ".zip", ".whl", ".jar", ".egg", ".7z", ".rar")
+_ZIP_SUFFIXES = (".zip", ".whl", ".jar", ".egg")
+DEFAULT_MAX_BYTES = 4 << 30  # 4 GiB expanded
+DEFAULT_MAX_MEMBERS = 200_000
+_CHUNK = 1 << 20
+_DRIVE = re.compile(r"^[A-Za-z]:")
+
+
+class ArchiveError(InputError):
+    """An archive relgate refuses to extract, or cannot read. Names the archive and the member."""
+
+    def __init__(self, archive: Path, problem: str, *, member: str | None = None) -> None:
+        self.archive = Path(archive)
+        self.member = member
+        self.problem = problem
+        where = display_path(self.archive) + (f": member {member!r}" if member is not None else "")
+        super().__init__(f"{where}: {problem}")
+
+
+def is_archive_name(name: str) -> bool:
+    return name.lower().endswith(ARCHIVE_SUFFIXES)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Member:
+    """One entry of an archive, as checked: ``name`` is normalised ("/"-separated, no "./")."""
+
+    name: str
+    kind: str  # "file", "dir", "symlink", "hardlink"
+    size: int = 0
+    executable: bool = False
+    link: str | None = None  # symlink: its target as stored; hardlink: the member it names
+    raw: str = ""  # the name as the archive spells it
+
+
+@dataclass(frozen=True, kw_only=True)
+class Extracted:
+    archive: Path
+    dest: Path
+    members: tuple[Member, ...]
+    top: str | None  # the single top-level folder every member lives in, if there is one
+
+    @property
+    def root(self) -> Path:
+        """The folder a package's paths are relative to: the single top folder, else ``dest``."""
+        return self.dest / self.top if self.top else self.dest
+
+    @property
+    def files(self) -> int:
+        return sum(1 for m in self.members if m.kind in ("file", "hardlink"))
+
+    @property
+    def size(self) -> int:
+        return sum(m.size for m in self.members if m.kind == "file")
+
+
+# --- reading and checking -------------------------------------------------------------------
+
+
+def _normal_name(archive: Path, raw: str) -> str:
+    """The member's path relative to the extraction folder, or an :class:`ArchiveError`."""
+    if not raw:
+        raise ArchiveError(archive, "a member has an empty name", member=raw)
+    if "\x00" in raw:
+        raise ArchiveError(archive, "NUL byte in the name", member=raw)
+    if "\\" in raw:
+        raise ArchiveError(archive, "backslash in the name (a path separator to some extractors)", member=raw)
+    if raw.startswith("/") or _DRIVE.match(raw):
+        raise ArchiveError(archive, "absolute path: it would be written outside the extraction folder", member=raw)
+    parts = [p for p in raw.split("/") if p not in ("", ".")]
+    if ".." in parts:
+        raise ArchiveError(archive, "'..' in the path: it would be written outside the extraction folder",
+                           member=raw)
+    return "/".join(parts)
+
+
+def _check_symlink(archive: Path, raw: str, name: str, target: str) -> None:
+    if not target:
+        raise ArchiveError(archive, "symlink with an empty target", member=raw)
+    if "\x00" in target:
+        raise ArchiveError(archive, "NUL byte in the symlink target", member=raw)
+    if target.startswith("/") or _DRIVE.match(target) or "\\" in target:
+        raise ArchiveError(archive, f"symlink to an absolute path ({target}): it points outside the "
+                                    "extraction folder", member=raw)
+    resolved = posixpath.normpath(posixpath.join(posixpath.dirname(name), target))
+    if resolved == ".." or resolved.startswith("../"):
+        raise ArchiveError(archive, f"symlink to {target} points outside the extraction folder", member=raw)
+
+
+def _tar_members(archive: Path, tf: tarfile.TarFile) -> Iterator[tuple[Member, tarfile.TarInfo | None]]:
+    for info in tf:
+        raw = info.name
+        if info.isdir():
+            kind, link = "dir", None
+        elif info.isreg():
+            kind, link = "file", None
+        elif info.issym():
+            kind, link = "symlink", info.linkname
+        elif info.islnk():
+            kind, link = "hardlink", info.linkname
+        elif info.ischr() or info.isblk():
+            raise ArchiveError(archive, "device file: refused", member=raw)
+        elif info.isfifo():
+            raise ArchiveError(archive, "FIFO (named pipe): refused", member=raw)
+        else:
+            raise ArchiveError(archive, f"unsupported member type {info.type!r}: refused", member=raw)
+        name = _normal_name(archive, raw)
+        yield Member(name=name, kind=kind, size=info.size if kind == "file" else 0,
+                     executable=bool(info.mode & 0o111), link=link, raw=raw), info
+
+
+def _zip_members(archive: Path, zf: zipfile.ZipFile) -> Iterator[tuple[Member, zipfile.ZipInfo]]:
+    for info in zf.infolist():
+        raw = info.filename
+        mode = (info.external_attr >> 16) & 0xFFFF
+        fmt = stat.S_IFMT(mode)
+        if info.flag_bits & 0x1:
+            raise ArchiveError(archive, "encrypted member: refused", member=raw)
+        if fmt in (stat.S_IFCHR, stat.S_IFBLK):
+            raise ArchiveError(archive, "device file: refused", member=raw)
+        if fmt in (stat.S_IFIFO, stat.S_IFSOCK):
+            raise ArchiveError(archive, "FIFO or socket: refused", member=raw)
+        if fmt == stat.S_IFLNK:
+            kind = "symlink"
+            if info.file_size > 4096:
+                raise ArchiveError(archive, "symlink target longer than 4096 bytes", member=raw)
+            link: str | None = zf.read(info).decode("utf-8", errors="replace")
+        elif info.is_dir() or fmt == stat.S_IFDIR:
+            kind, link = "dir", None
+        else:
+            kind, link = "file", None
+        name = _normal_name(archive, raw)
+        yield Member(name=name, kind=kind, size=info.file_size if kind == "file" else 0,
+                     executable=bool(mode & 0o111), link=link, raw=raw), info
+
+
+def _is_zip(archive: Path) -> bool:
+    if archive.name.lower().endswith(_ZIP_SUFFIXES):
+        return True
+    try:
+        with open(archive, "rb") as fh:
+            return fh.read(4) in (b"PK\x03\x04", b"PK\x05\x06")
+    except OSError:
+        return False
+
+
+def _validate(archive: Path, pairs: Iterator[tuple[Member, object]], *, max_bytes: int,
+              max_members: int) -> list[tuple[Member, object]]:
+    """Every rule of the module docstring, over the whole member list, before any write."""
+    out: list[tuple[Member, object]] = []
+    kinds: dict[str, str] = {}
+    symlinks: set[str] = set()
+    total = 0
+    for member, info in pairs:
+        if len(out) >= max_members:
+            raise ArchiveError(archive, f"more than {max_members} members: refused", member=member.raw)
+        if not member.name:  # "./" — the extraction folder itself
+            if member.kind != "dir":
+                raise ArchiveError(archive, "a non-folder member names the archive root", member=member.raw)
+            continue
+        parts = member.name.split("/")
+        parents = ["/".join(parts[:i]) for i in range(1, len(parts))]
+        for parent in parents:
+            if parent in symlinks:
+                raise ArchiveError(archive, f"the path goes through the symlink {parent}", member=member.raw)
+            if kinds.get(parent, "dir") != "dir":
+                raise ArchiveError(archive, f"the path goes through {parent}, which is a file", member=member.raw)
+        seen = kinds.get(member.name)
+        if seen == "dir" and member.kind != "dir":
+            raise ArchiveError(archive, f"a {member.kind} where earlier members have a folder: it would "
+                                        "replace the folder", member=member.raw)
+        if seen is not None and seen != "dir":
+            raise ArchiveError(archive, "duplicate member (a later copy would replace the first)",
+                               member=member.raw)
+        if member.kind == "symlink":
+            _check_symlink(archive, member.raw, member.name, member.link or "")
+            symlinks.add(member.name)
+        elif member.kind == "hardlink":
+            try:
+                target = _normal_name(archive, member.link or "")
+            except ArchiveError as exc:
+                raise ArchiveError(archive, f"hard link to {member.link!r}: {exc.problem}", member=member.raw) from None
+            if kinds.get(target) != "file":
+                raise ArchiveError(archive, f"hard link to {member.link!r}, which is not an earlier regular "
+                                            "file of the archive", member=member.raw)
+            member = Member(name=member.name, kind="hardlink", link=target, raw=member.raw,
+                            executable=member.executable)
+        total += member.size
+        if total > max_bytes:
+            raise ArchiveError(archive, f"the archive expands past {max_bytes} bytes: refused", member=member.raw)
+        for parent in parents:  # folders made on the way count as members: nothing may replace them
+            kinds.setdefault(parent, "dir")
+        kinds[member.name] = member.kind if member.kind != "hardlink" else "file"
+        out.append((member, info))
+    return out
+
+
+def read_members(archive: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+                 max_members: int = DEFAULT_MAX_MEMBERS) -> list[Member]:
+    """The checked member list of ``archive`` (an :class:`ArchiveError` on the first refusal)."""
+    with _open(archive) as (_, pairs):
+        return [m for m, _ in _validate(archive, pairs, max_bytes=max_bytes, max_members=max_members)]
+
+
+class _open:
+    """Context manager: (the open archive, an iterator of (member, info))."""
+
+    def __init__(self, archive: Path) -> None:
+        self.archive = Path(archive)
+        self._handle: tarfile.TarFile | zipfile.ZipFile | None = None
+
+    def __enter__(self) -> tuple[tarfile.TarFile | zipfile.ZipFile, Iterator[tuple[Member, object]]]:
+        archive = self.archive
+        if not archive.is_file():
+            raise ArchiveError(archive, "no such file" if not archive.exists() else "not a file")
+        try:
+            if _is_zip(archive):
+                zf = zipfile.ZipFile(archive)
+                self._handle = zf
+                return zf, _guard(archive, _zip_members(archive, zf))
+            tf = tarfile.open(archive, mode="r:*")
+            self._handle = tf
+            return tf, _guard(archive, _tar_members(archive, tf))
+        except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
+            raise ArchiveError(archive, f"not a readable tar or zip archive: {exc}") from None
+
+    def __exit__(self, *exc: object) -> None:
+        if self._handle is not None:
+            self._handle.close()
+
+
+def _guard(archive: Path, it: Iterator[tuple[Member, object]]) -> Iterator[tuple[Member, object]]:
+    """Turn a corrupt stream met half-way into an :class:`ArchiveError`."""
+    try:
+        yield from it
+    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, UnicodeDecodeError) as exc:
+        raise ArchiveError(archive, f"corrupt archive: {exc}") from None
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+
+def extract(archive: Path, dest: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
+            max_members: int = DEFAULT_MAX_MEMBERS) -> Extracted:
+    """Check every member of ``archive``, then extract it into the fresh folder ``dest``
+    (which must not exist, or be empty). On any refusal or failure nothing is left behind."""
+    archive, dest = Path(archive), Path(dest)
+    if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
+        raise InputError(f"{display_path(dest)}: already exists; extraction needs a fresh folder")
+    with _open(archive) as (handle, pairs):
+        checked = _validate(archive, pairs, max_bytes=max_bytes, max_members=max_members)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        partial = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
+        try:
+            _write_all(archive, handle, checked, partial, max_bytes=max_bytes)
+            if dest.exists():
+                dest.rmdir()
+            os.rename(partial, dest)
+        except BaseException as exc:
+            shutil.rmtree(partial, ignore_errors=True)
+            if isinstance(exc, OSError):
+                raise ExecutionError(f"{display_path(dest)}: cannot extract {display_path(archive)}: "
+                                     f"{exc.strerror or exc}") from None
+            raise
+    members = tuple(m for m, _ in checked)
+    return Extracted(archive=archive, dest=dest, members=members, top=_single_top(members))
+
+
+def _single_top(members: tuple[Member, ...]) -> str | None:
+    tops = {m.name.split("/", 1)[0] for m in members}
+    if len(tops) != 1:
+        return None
+    top = next(iter(tops))
+    # A lone file at the top is not a folder to descend into.
+    return top if any(m.name.startswith(top + "/") or (m.name == top and m.kind == "dir") for m in members) else None
+
+
+def _write_all(archive: Path, handle: object, checked: list[tuple[Member, object]], root: Path, *,
+               max_bytes: int) -> None:
+    real_root = os.path.realpath(root)
+    later: list[Member] = []
+    written = 0
+    for member, info in checked:
+        path = root / member.name
+        if member.kind == "dir":
+            path.mkdir(parents=True, exist_ok=True, mode=0o755)
+            continue
+        if member.kind in ("symlink", "hardlink"):
+            later.append(member)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        _inside(archive, member, path.parent, real_root)
+        source = _member_stream(handle, info)
+        mode = 0o755 if member.executable else 0o644
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+        with os.fdopen(fd, "wb") as out:
+            if source is not None:
+                with source:
+                    while True:
+                        chunk = source.read(_CHUNK)
+                        if not chunk:
+                            break
+                        written += len(chunk)
+                        if written > max_bytes:
+                            raise ArchiveError(archive, f"the archive expands past {max_bytes} bytes: refused",
+                                               member=member.raw)
+                        out.write(chunk)
+        os.chmod(path, mode)
+    # Hard links become copies; symlinks come last, so nothing is ever written through one.
+    for member in later:
+        path = root / member.name
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+        _inside(archive, member, path.parent, real_root)
+        if member.kind == "hardlink":
+            shutil.copyfile(root / (member.link or ""), path, follow_symlinks=False)
+            os.chmod(path, 0o755 if os.stat(root / (member.link or "")).st_mode & 0o111 else 0o644)
+        else:
+            os.symlink(member.link or "", path)
+
+
+def _inside(archive: Path, member: Member, folder: Path, real_root: str) -> None:
+    """Belt and braces: the folder a member is written into really is under the root."""
+    real = os.path.realpath(folder)
+    if real != real_root and not real.startswith(real_root + os.sep):
+        raise ArchiveError(archive, "would be written outside the extraction folder", member=member.raw)
+
+
+def _member_stream(handle: object, info: object) -> IO[bytes] | None:
+    if isinstance(handle, zipfile.ZipFile):
+        assert isinstance(info, zipfile.ZipInfo)
+        return handle.open(info)
+    assert isinstance(handle, tarfile.TarFile) and isinstance(info, tarfile.TarInfo)
+    return handle.extractfile(info)

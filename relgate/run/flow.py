@@ -1,0 +1,77 @@
+"""One run, from planned steps to its summary: the host pool, the ledger run, the table,
+the reports."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TextIO
+
+from relgate.core.verdict import Verdict
+from relgate.ledger.gitfacts import read_git_facts
+from relgate.ledger.store import Ledger
+from relgate.manifest.options import RunOptions
+from relgate.manifest.schema import display_path
+from relgate.manifest.workspace import Workspace
+from relgate.run.console import ConsoleReporter, render_summary
+from relgate.run.executor import LocalExecutor
+from relgate.run.hosts import Host, HostFacts, detect_local
+from relgate.run.plan import PlannedStep
+from relgate.run.runner import HostPool, RunSummary, run_steps
+
+__all__ = ["host_pool", "run_plan", "finish"]
+
+
+def host_pool(ws: Workspace) -> HostPool:
+    """Every declared host; local ones detect their facts and get a local executor."""
+    hosts, executors = [], {}
+    for spec in ws.hosts.values():
+        if spec.kind == "local":
+            host = Host(spec=spec, facts=detect_local(spec))
+            executors[host.name] = LocalExecutor(host)
+        else:
+            host = Host(spec=spec, facts=HostFacts(boards=spec.boards, driver=spec.driver, toolkit=spec.toolkit,
+                                                   capabilities=frozenset(spec.capabilities)))
+        hosts.append(host)
+    hosts.sort(key=lambda h: h.spec.kind != "local")  # prefer this machine when it offers what is needed
+    return HostPool(hosts, executors)
+
+
+def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv: Sequence[str],
+             reuse: bool = False, pool: HostPool | None = None, out: TextIO = sys.stdout) -> RunSummary:
+    """Run planned steps as one ledger run and print the summary table."""
+    facts = read_git_facts(ws.project.root)
+    pool = pool or host_pool(ws)
+    with Ledger.open(ws.home) as ledger:
+        run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
+                                  project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
+                                  dirty=facts.dirty)
+        summary = run_steps(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
+                            reporter=ConsoleReporter(out), reuse=reuse)
+    render_summary(summary, out)
+    return summary
+
+
+def finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:
+    not_run = summary.count(Verdict.NOT_RUN)
+    if not_run and options.require_all:
+        print(f"--require-all: {not_run} step(s) not run count as a failure", file=out)
+    elif not_run:
+        print(f"{not_run} step(s) not run (they do not fail this run; --require-all makes them)", file=out)
+    if options.report or options.junit:
+        from relgate.run.reports import write_json_report, write_junit
+    if options.report:
+        path = _per_session(options.report, summary.session)
+        write_json_report(summary, path, require_all=options.require_all)
+        print(f"report: {display_path(path)}", file=out)
+    if options.junit:
+        path = _per_session(options.junit, summary.session)
+        write_junit(summary, path, require_all=options.require_all)
+        print(f"junit: {display_path(path)}", file=out)
+    return summary
+
+
+def _per_session(path: Path, session: str) -> Path:
+    """``{session}`` in a report's name: one file per session of `nox -s host gate contract`."""
+    return Path(str(path).replace("{session}", session))

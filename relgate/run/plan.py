@@ -1,0 +1,93 @@
+"""Turn the builds manifest into planned steps (pure: no I/O)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from relgate.manifest.specs import AllowRule, BuildsSpec, Check, CommandSpec, StepOptions
+
+__all__ = ["PlannedStep", "StepNotRun", "StepFailed", "plan_host_checks"]
+
+
+class StepNotRun(Exception):
+    """Raised by an in-process action that found nothing it could check (verdict not-run)."""
+
+
+class StepFailed(Exception):
+    """Raised by an in-process action that checked and found the code under test wrong
+    (verdict fail); the message is the step's reason (the details are already in its log)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedStep:
+    name: str
+    commands: tuple[CommandSpec, ...]
+    cwd: Path
+    lane: str | None = None
+    target: str | None = None
+    env: Mapping[str, str] = field(default_factory=dict)
+    timeout: float | None = None
+    requires: tuple[str, ...] = ()
+    scan_warnings: bool = False
+    allow: tuple[AllowRule, ...] = ()
+    expect_output: str | None = None
+    skip: str | None = None
+    host: str | None = None  # pinned to this host (qualification: one run per board)
+    evidence_env: str | None = None  # the variable that names this step's fresh evidence file
+    evidence_required: bool = False  # no evidence back is an error, not a pass
+    timing_only: bool = False  # bench: ran or not, the numbers are not judged
+    # An engine check run in-process instead of commands: writes lines, returns an exit status.
+    action: Callable[[Callable[[str], None]], int] | None = None
+    action_name: str | None = None  # how the action displays ("relgate census")
+    # Earlier steps of the same run that must pass first; otherwise this one is not run.
+    needs: tuple[str, ...] = ()
+
+    def display(self) -> str:
+        if self.action is not None:
+            return self.action_name or self.name
+        return " && ".join(c.display() for c in self.commands)
+
+
+def _step(name: str, commands: tuple[CommandSpec, ...], root: Path, opts: StepOptions, *,
+          lane: str, expect: str | None = None, skip: str | None = None) -> PlannedStep:
+    return PlannedStep(
+        name=name, commands=commands, cwd=(root / opts.cwd).resolve(), lane=lane, env=dict(opts.env),
+        timeout=opts.timeout, requires=opts.requires, scan_warnings=opts.warnings == "deny",
+        allow=opts.allow, expect_output=expect, skip=skip or opts.skip,
+    )
+
+
+def plan_host_checks(builds: BuildsSpec, root: Path, *, lane: str = "host",
+                     extra: Sequence[PlannedStep] = ()) -> list[PlannedStep]:
+    """Every host check in declaration order (a matrix check becomes one step per combination),
+    then ``extra`` steps, then ``git diff --check`` unless the checks place it themselves."""
+    steps: list[PlannedStep] = []
+    for check in builds.checks:
+        steps.extend(_plan_check(check, builds, root, lane))
+    steps.extend(extra)
+    if not any(c.builtin == "git-diff-check" for c in builds.checks):
+        steps.append(_diff_check("git-diff-check", builds, root, lane, StepOptions(warnings="ignore")))
+    return steps
+
+
+def _plan_check(check: Check, builds: BuildsSpec, root: Path, lane: str) -> list[PlannedStep]:
+    if check.release is not None:
+        target = builds.releases[check.release]
+        cmds = tuple(c for c in (target.clean, target.run) if c is not None)
+        return [_step(check.name, cmds, root, target.options, lane=lane, skip=check.options.skip)]
+    if check.matrix is not None:
+        matrix = builds.matrices[check.matrix]
+        return [_step(f"{check.name}[{feats}]", (cmd,), root, matrix.options, lane=lane, skip=check.options.skip)
+                for feats, cmd in matrix.expand()]
+    if check.builtin == "git-diff-check":
+        return [_diff_check(check.name, builds, root, lane, check.options)]
+    assert check.run is not None
+    return [_step(check.name, (check.run,), root, check.options, lane=lane, expect=check.expect_output)]
+
+
+def _diff_check(name: str, builds: BuildsSpec, root: Path, lane: str, opts: StepOptions) -> PlannedStep:
+    """``git diff --check`` of the working tree against HEAD (or against ``host.diff_base``)."""
+    cmd = CommandSpec(argv=("git", "diff", "--check", builds.diff_base or "HEAD", "--"))
+    return _step(name, (cmd,), root, opts, lane=lane)

@@ -1,0 +1,326 @@
+"""Run planned steps on a host: execute, judge, record.
+
+Every step gets a ledger row before it starts (as an unfinished error), its complete
+output streamed to a log on disk, a warning scan when it is a build, and a verdict.
+A SIGTERM or Ctrl-C while a step runs kills the step's process group, records the step
+as ``error`` and stops the run (:class:`~relgate.executor.Interrupted` propagates).
+"""
+
+from __future__ import annotations
+
+import re
+import signal
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Protocol
+
+from relgate.core.errors import RelgateError
+from relgate.core.redact import redact_env
+from relgate.core.verdict import Verdict
+from relgate.ledger.gitfacts import GitFacts
+from relgate.ledger.store import Ledger
+from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, Executor, FileSink, Interrupted
+from relgate.run.hosts import Host
+from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
+from relgate.run.scanners import CompilerWarning, StreamScanner, partition
+
+__all__ = ["HostPool", "StepOutcome", "RunSummary", "Reporter", "run_steps", "sigterm_interrupts"]
+
+# Signals that mean "someone stopped this command", not "the code crashed".
+_STOP_SIGNALS = {signal.SIGTERM, signal.SIGKILL, signal.SIGINT, signal.SIGHUP}
+
+
+class HostPool:
+    """The hosts a run may use, and the executor of each host that can run commands."""
+
+    def __init__(self, hosts: Sequence[Host], executors: Mapping[str, Executor]) -> None:
+        self.hosts = list(hosts)
+        self.executors = dict(executors)
+
+    def place(self, step: PlannedStep) -> Executor | str:
+        """The executor of the first host offering what ``step`` needs, or why there is none."""
+        candidates = [h for h in self.hosts if step.host is None or h.name == step.host]
+        if not candidates:
+            return f"no host named {step.host}"
+        offering = [h for h in candidates if not h.missing(step.requires)]
+        for host in offering:
+            if host.name in self.executors:
+                return self.executors[host.name]
+        if offering:
+            names = ", ".join(h.name for h in offering)
+            return f"only {names} offer {', '.join(step.requires)}, and no executor can reach {names} yet"
+        missing = min((h.missing(step.requires) for h in candidates), key=len)
+        return f"no host offers {', '.join(missing)}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class StepOutcome:
+    step: PlannedStep
+    step_id: int
+    host: str
+    verdict: Verdict
+    reason: str | None
+    duration: float
+    log_path: Path | None = None
+    warnings: tuple[CompilerWarning, ...] = ()
+    allowed: tuple[tuple[CompilerWarning, str], ...] = ()
+    tail: str = ""
+    evidence: Path | None = None  # the stored capture, when the step brought one back
+    reused_from: int | None = None
+
+
+@dataclass(kw_only=True)
+class RunSummary:
+    run_id: str
+    session: str
+    facts: GitFacts
+    outcomes: list[StepOutcome] = field(default_factory=list)
+    interrupted: str | None = None
+
+    def ok(self, *, require_all: bool = False) -> bool:
+        """No fail or error (and, with ``require_all``, nothing left not-run)."""
+        if self.interrupted is not None:
+            return False
+        return not any(o.verdict.blocks or (require_all and o.verdict is Verdict.NOT_RUN) for o in self.outcomes)
+
+    def count(self, verdict: Verdict) -> int:
+        return sum(1 for o in self.outcomes if o.verdict is verdict)
+
+
+class Reporter(Protocol):
+    def step_started(self, step: PlannedStep, host: str) -> None: ...
+
+    def step_finished(self, outcome: StepOutcome) -> None: ...
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While active, SIGTERM raises :class:`Interrupted` in the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: object) -> None:
+        raise Interrupted(signum)
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts: GitFacts,
+              pool: HostPool, ledger: Ledger, reporter: Reporter, reuse: bool = False) -> RunSummary:
+    """Run every step to the end (a red step does not stop the ones after it, except those
+    that name it in ``needs``: they are not-run, "needs NAME, which did not pass").
+
+    With ``reuse``, a step that already passed for this exact commit on a clean tree (same
+    host and command) is not run again: a new row points at the earlier one.
+    """
+    summary = RunSummary(run_id=run_id, session=session, facts=facts)
+    passed: set[str] = set()
+    with sigterm_interrupts():
+        for step in steps:
+            blocked = next((name for name in step.needs if name not in passed), None)
+            placed = f"needs {blocked}, which did not pass" if blocked is not None else pool.place(step)
+            host_name = placed.host.name if not isinstance(placed, str) else "-"
+            reporter.step_started(step, host_name)
+            try:
+                outcome = _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed,
+                                   ledger=ledger, reuse=reuse and not facts.dirty)
+            except Interrupted as exc:
+                summary.interrupted = signal.Signals(exc.signum).name
+                ledger.finish_run(run_id, "interrupted")
+                raise
+            summary.outcomes.append(outcome)
+            if outcome.verdict is Verdict.PASS:
+                passed.add(step.name)
+            reporter.step_finished(outcome)
+    ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
+    return summary
+
+
+def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
+             ledger: Ledger, reuse: bool) -> StepOutcome:
+    row = dict(run_id=run_id, session=session, step=step.name, lane=step.lane, target=step.target,
+               commit=facts.commit, dirty=facts.dirty, command=step.display(), cwd=str(step.cwd),
+               env=redact_env(step.env))  # a secret-named variable's value never reaches the ledger
+    if step.skip or isinstance(placed, str):
+        verdict, reason = (Verdict.SKIP, step.skip) if step.skip else (Verdict.NOT_RUN, str(placed))
+        step_id = ledger.record_step(verdict=verdict, reason=reason, host="-", board=None, driver=None,
+                                     toolkit=None, **row)
+        return StepOutcome(step=step, step_id=step_id, host="-", verdict=verdict, reason=reason, duration=0.0)
+
+    executor = placed
+    host = executor.host
+    row.update(host=host.name, board=host.board, driver=host.facts.driver, toolkit=host.facts.toolkit)
+    if reuse:
+        earlier = ledger.reusable_pass(commit=facts.commit, session=session, step=step.name, host=host.name,
+                                       command=step.display())
+        if earlier is not None:
+            step_id = ledger.reuse_step(run_id=run_id, original=earlier)
+            source = earlier.reused_from or earlier.id
+            return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=Verdict.PASS,
+                               reason=f"reused: passed as step #{source}", duration=0.0,
+                               log_path=ledger.resolve(earlier.log_path), reused_from=source)
+
+    env: dict[str, str] = {}
+    evidence_file = None
+    if step.evidence_env:
+        evidence_file = ledger.evidence_path(run_id, step.name)
+        env[step.evidence_env] = str(evidence_file)
+    partial = ledger.partial_log_path(facts.commit, run_id, step.name)
+    step_id = ledger.begin_step(log_path=partial, **row)
+    scanner = StreamScanner() if step.scan_warnings else None
+    captured: list[str] = []
+    results: list[CommandResult] = []
+    judged: tuple[Verdict, str] | None = None  # an action's own verdict (not-run, fail) and reason
+    interrupted: BaseException | None = None
+    with open(partial, "w", encoding="utf-8") as fh:
+        log = FileSink(fh, partial)
+        log.write(f"# relgate {session}/{step.name} on {host.name} at {facts.commit}"
+                  f"{' (dirty tree)' if facts.dirty else ''}\n")
+        sink = _Tee(log, scanner, captured if step.expect_output else None)
+        try:
+            if step.action is not None:
+                log.write(f"$ {step.display()}  (in-process)\n")
+                result, judged = _run_action(step, sink, host.name)
+                results.append(result)
+            for command in step.commands if not results or results[-1].ok else ():
+                log.write(f"$ {command.display()}\n")
+                request = CommandRequest(argv=command.argv, shell=command.shell, cwd=step.cwd,
+                                         env={**step.env, **env}, timeout=step.timeout)
+                result = executor.run(request, sink)
+                results.append(result)
+                if not result.ok:
+                    break
+        except (Interrupted, KeyboardInterrupt) as exc:
+            interrupted = exc
+            log.write(f"\n# relgate: interrupted by {_signame(exc)}; the step was stopped\n")
+    final, sha = ledger.store_log(partial, facts.commit)
+    duration = sum(r.duration for r in results)
+    tail = results[-1].tail if results else ""
+    if interrupted is not None:
+        reason = f"interrupted by {_signame(interrupted)} while running"
+        ledger.finish_step(step_id, verdict=Verdict.ERROR, reason=reason, exit_code=None, duration=duration,
+                           log_path=final, log_sha256=sha, tail=tail)
+        raise interrupted if isinstance(interrupted, Interrupted) else Interrupted(signal.SIGINT)
+
+    found = scanner.finish() if scanner is not None else []
+    denied, allowed = partition(found, step.allow) if found else ([], [])
+    verdict, reason = _judge(step, results, denied, "".join(captured))
+    if judged is not None:
+        verdict, reason = judged
+    if step.timing_only and verdict is Verdict.PASS:
+        reason = "timing only: ran to the end, the numbers are kept, not judged"
+    stored = None
+    if evidence_file is not None and evidence_file.exists() and evidence_file.stat().st_size > 0:
+        stored = ledger.home / ledger.store_evidence(evidence_file, step_id=step_id).path
+    elif step.evidence_required and verdict is Verdict.PASS:
+        verdict = Verdict.ERROR
+        reason = (f"expected evidence in ${step.evidence_env}, none came back "
+                  f"({'empty file' if evidence_file is not None and evidence_file.exists() else 'no file'})")
+    warnings_json = [_warning_json(w) for w in denied] + [
+        {**_warning_json(w), "allowed": rule.reason} for w, rule in allowed]
+    last = results[-1] if results else None
+    ledger.finish_step(step_id, verdict=verdict, reason=reason, exit_code=last.exit_code if last else None,
+                       duration=duration, warnings=warnings_json, warning_count=len(denied), log_path=final,
+                       log_sha256=sha, tail=tail)
+    return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
+                       duration=duration, log_path=final, warnings=tuple(denied),
+                       allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored)
+
+
+def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult, tuple[Verdict, str] | None]:
+    """An engine check run in this process (no interpreter start), recorded like a command;
+    the second item is the action's own verdict and reason: not-run (:class:`StepNotRun`: it
+    could not check anything) or fail (:class:`StepFailed`: it found the code wrong), if so."""
+    started = datetime.now(timezone.utc)
+    t0 = time.monotonic()
+    tail: list[str] = []
+
+    def write(line: str) -> None:
+        sink.write(line + "\n")
+        tail.append(line + "\n")
+
+    assert step.action is not None
+    judged = None
+    try:
+        code, error = step.action(write), None
+    except StepNotRun as exc:
+        code, error, judged = None, None, (Verdict.NOT_RUN, str(exc))
+        write(f"not run: {exc}")
+    except StepFailed as exc:
+        code, error, judged = 1, None, (Verdict.FAIL, str(exc))
+        write(f"fail: {exc}")
+    except RelgateError as exc:
+        code, error = 2, "; ".join(exc.lines())
+        write(error)
+    return CommandResult(host=host, command=step.display(), cwd=str(step.cwd), env={}, exit_code=code,
+                         signal=None, started=started, duration=time.monotonic() - t0, timed_out=False,
+                         spawn_error=None if error is None else f"{step.display()}: {error}",
+                         log_path=sink.path, tail="".join(tail[-TAIL_LINES:])), judged
+
+
+def _judge(step: PlannedStep, results: list[CommandResult], warnings: list[CompilerWarning],
+           output: str) -> tuple[Verdict, str | None]:
+    last = results[-1]
+    if last.spawn_error:
+        return Verdict.ERROR, last.spawn_error
+    if last.timed_out:
+        return Verdict.FAIL, f"timed out after {step.timeout:g} s: {last.command}"
+    if last.signal is not None:
+        name = _signal_name(last.signal)
+        if last.signal in _STOP_SIGNALS:
+            return Verdict.ERROR, f"{last.command}: killed by {name} from outside relgate"
+        return Verdict.FAIL, f"{last.command}: crashed with {name}"
+    if last.exit_code != 0:
+        more = f"; {_count(len(warnings), 'warning')}" if warnings else ""
+        return Verdict.FAIL, f"{last.command}: exit {last.exit_code}{more}"
+    if warnings:
+        first = warnings[0]
+        return Verdict.FAIL, f"{_count(len(warnings), 'warning')}, first {first.location}: {first.message}"
+    if step.expect_output is not None and not re.search(step.expect_output, output, re.MULTILINE):
+        return Verdict.FAIL, f"output does not match /{step.expect_output}/"
+    return Verdict.PASS, None
+
+
+def _warning_json(w: CompilerWarning) -> dict[str, object]:
+    return {"tool": w.tool, "file": w.file, "line": w.line, "column": w.column, "message": w.message,
+            "code": w.code}
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}{'' if n == 1 else 's'}"
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def _signame(exc: BaseException) -> str:
+    return _signal_name(exc.signum) if isinstance(exc, Interrupted) else "SIGINT"
+
+
+class _Tee:
+    """Log sink that also feeds the warning scanner and, when asked, keeps the output."""
+
+    def __init__(self, log: FileSink, scanner: StreamScanner | None, keep: list[str] | None) -> None:
+        self._log, self._scanner, self._keep = log, scanner, keep
+        self.path = log.path
+
+    def write(self, text: str) -> None:
+        self._log.write(text)
+        if self._scanner is not None:
+            self._scanner.feed(text)
+        if self._keep is not None:
+            self._keep.append(text)
