@@ -37,9 +37,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import REPO, failed, make_project, timed  # noqa: E402
-from relgate import stages
+from relgate import stages  # noqa: E402
 from relgate.ledger.store import Ledger  # noqa: E402
 from relgate.manifest.workspace import Workspace  # noqa: E402
+from relgate.run.flow import host_pool  # noqa: E402
 from relgate.run.plan import PlannedStep  # noqa: E402
 
 EXAMPLE = "tinyinfer"
@@ -66,7 +67,7 @@ class Plan:
 def plan(env: dict[str, str]) -> Plan:
     """The host session's steps, from the engine's own planner (``stages.plan_host``)."""
     ws = Workspace.load(REPO, environ=env)
-    pool = stages.host_pool(ws)
+    pool = host_pool(ws)
     result = Plan(own=[], run=[], left_out=[], order=[])
     for step in stages.plan_host(ws):
         if step.action is not None:  # an in-process engine check (the census): relgate's own work

@@ -12,7 +12,6 @@ from typing import Any
 
 from relgate import __version__
 from relgate.core.errors import InputError, RelgateError
-from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.store import Ledger
 from relgate.manifest.options import add_run_options, options_from
 from relgate.manifest.workspace import Workspace
@@ -83,14 +82,16 @@ def _load(args: argparse.Namespace) -> Workspace:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from relgate.run.plan import plan_host_checks
+    from relgate.run.console import render_plan
+    from relgate.run.flow import host_pool
+    from relgate.stages import whole_plan
 
     ws = _load(args)
     print(f"project {ws.project.name} {ws.project.version} ({ws.project.kind}) at {ws.project.root}")
     print(f"hosts: {', '.join(sorted(ws.hosts))}")
-    for step in plan_host_checks(ws.builds, ws.project.root):
-        needs = f"  (needs {', '.join(step.requires)})" if step.requires else ""
-        print(f"host  {step.name}: {step.display()}{needs}")
+    for host in host_pool(ws).hosts:
+        print(f"  {host.name}: {host.describe()}")
+    render_plan([(s.command, s.note, s.steps) for s in whole_plan(ws)], sys.stdout)
     return 0
 
 
@@ -126,11 +127,10 @@ def _cmd_publish_dry_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_census(args: argparse.Namespace) -> int:
-    from relgate.manifest.lanes import load_lanes
     from relgate.stages import census
 
     ws = _load(args)
-    lanes = load_lanes(ws.project, ws.manifests_dir)
+    lanes = ws.lanes
     if lanes is None:
         raise InputError(f"{ws.project.name}: no lanes file (project.lanes or lanes.toml in the manifest folder)")
     return census(ws, lanes, print)
@@ -140,7 +140,9 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from relgate.run.console import render_status
 
     ws = _load(args)
-    commit = args.commit or read_git_facts(ws.project.root).commit
+    from relgate.run.flow import candidate_facts
+
+    commit = args.commit or candidate_facts(ws).commit
     with Ledger.open(ws.home) as ledger:
         rows = ledger.steps(commit=commit)
     if args.json:

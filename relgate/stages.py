@@ -4,28 +4,34 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from typing import TextIO
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TextIO
 
 from relgate.core.errors import InputError
-from relgate.evidence.baselines import BoardReport, EvidenceReport, accept, check
-from relgate.lanes.census import census_exit_code, render_violations, run_census
 from relgate.lanes.plan import lane_targets, plan_lane
-from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.store import BaselineRow, Ledger
-from relgate.manifest.lanes import LanesSpec, load_lanes
+from relgate.manifest.lanes import BUILTIN_LANE_DEFS, LanesSpec
 from relgate.manifest.options import RunOptions
 from relgate.manifest.schema import display_path
 from relgate.manifest.workspace import Workspace
-from relgate.run.flow import finish, host_pool, run_plan
+from relgate.run.flow import candidate_facts, finish, host_pool, run_plan
 from relgate.run.plan import PlannedStep, StepNotRun, plan_host_checks
 from relgate.run.runner import RunSummary
 
+if TYPE_CHECKING:
+    from relgate.evidence.baselines import BoardReport, EvidenceReport
+
+# The census and the evidence engine are imported by the stages that use them: `nox -s host`
+# on a project without lanes pays for neither.
+
 __all__ = ["census", "census_step", "plan_host", "run_host_checks", "run_lane",
-           "evidence_steps", "run_evidence_check", "accept_evidence"]
+           "PlannedSession", "whole_plan", "evidence_steps", "run_evidence_check", "accept_evidence"]
 
 
 def census(ws: Workspace, lanes: LanesSpec, write: Callable[[str], None]) -> int:
     """The lane census: one line per violation, a count; 0 clean, 1 violations."""
+    from relgate.lanes.census import census_exit_code, render_violations, run_census
+
     violations = run_census(kind=ws.project.kind, root=ws.project.root, targets=lanes.targets, lanes=lanes.file,
                             known_lanes=lanes.lanes)
     for line in render_violations(violations):
@@ -44,7 +50,7 @@ def census_step(ws: Workspace, lanes: LanesSpec) -> PlannedStep:
 def plan_host(ws: Workspace, *, names: Sequence[str] = ()) -> list[PlannedStep]:
     """The lane census, the host checks (release builds, matrices, …), the host-lane targets,
     and ``git diff --check``, in that order."""
-    lanes = load_lanes(ws.project, ws.manifests_dir)
+    lanes = ws.lanes
     if lanes is None:
         return plan_host_checks(ws.builds, ws.project.root)
     extra = plan_lane(ws.project, lanes, "host", names=names)
@@ -61,7 +67,7 @@ def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions =
 def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptions = RunOptions(),
              out: TextIO = sys.stdout) -> RunSummary | None:
     """One lane; None when a named lane was only listed (nothing named after --)."""
-    lanes = load_lanes(ws.project, ws.manifests_dir)
+    lanes = ws.lanes
     if lanes is None:
         raise InputError(f"{display_path(ws.manifests_dir)}: the project declares no lanes "
                          "(add lanes.toml here, or project.lanes pointing at the project's own file)")
@@ -82,6 +88,44 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
               else f"{lane}: no targets in this lane", file=out)
     return finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool, out=out),
                    options, out)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlannedSession:
+    """What one session would run: each step with where it would run, or why not."""
+
+    command: str  # how to run it: "nox -s gate", "nox -s lane -- soak"
+    steps: tuple[tuple[PlannedStep, str], ...]  # (step, "local" | "not run: …" | "skip: …")
+    note: str | None = None  # "runs only the targets named after --", "no targets in this lane"
+
+
+def whole_plan(ws: Workspace) -> list[PlannedSession]:
+    """Everything ``nox -s host`` and each lane would run, placed on the declared hosts
+    (what ``relgate check`` prints); nothing runs."""
+    pool = host_pool(ws)
+
+    def placed(steps: Sequence[PlannedStep]) -> tuple[tuple[PlannedStep, str], ...]:
+        out = []
+        for step in steps:
+            where = pool.place(step)
+            where = (f"skip: {step.skip}" if step.skip else f"not run: {where}" if isinstance(where, str)
+                     else where.host.name)
+            out.append((step, where))
+        return tuple(out)
+
+    sessions = [PlannedSession(command="nox -s host", steps=placed(plan_host(ws)))]
+    if ws.lanes is None:
+        return sessions
+    for name, lane in ws.lanes.lanes.items():
+        if name == "host":
+            continue
+        named = [t.name for t in lane_targets(ws.lanes, name) if t.name]
+        steps = plan_lane(ws.project, ws.lanes, name, names=named, hosts=pool.hosts)
+        note = ("no targets in this lane" if not steps else
+                "runs only the targets named after --" if lane.mode in ("named", "per-board") else None)
+        command = f"nox -s {name}" if name in BUILTIN_LANE_DEFS else f"nox -s lane -- {name}"
+        sessions.append(PlannedSession(command=command, steps=placed(steps), note=note))
+    return sessions
 
 
 def evidence_steps(ws: Workspace, report: EvidenceReport) -> list[PlannedStep]:
@@ -122,7 +166,9 @@ def evidence_steps(ws: Workspace, report: EvidenceReport) -> list[PlannedStep]:
 def run_evidence_check(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
                        out: TextIO = sys.stdout) -> RunSummary:
     """``nox -s evidence``: this commit's captures against the last accepted baseline, per board."""
-    facts = read_git_facts(ws.project.root)
+    from relgate.evidence.baselines import check
+
+    facts = candidate_facts(ws)
     with Ledger.open(ws.home) as ledger:
         report = check(ledger, commit=facts.commit, changes=ws.intentional, intentional_path=ws.intentional_path)
     for board in report.boards:
@@ -137,7 +183,9 @@ def run_evidence_check(ws: Workspace, *, argv: Sequence[str], options: RunOption
 def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | None = None,
                     out: TextIO = sys.stdout) -> list[BaselineRow]:
     """``relgate evidence accept``: this commit's clean captures become the release's baseline."""
-    facts = read_git_facts(ws.project.root)
+    from relgate.evidence.baselines import accept
+
+    facts = candidate_facts(ws)
     with Ledger.open(ws.home) as ledger:
         rows = accept(ledger, commit=commit or facts.commit, release=release or ws.project.version)
     for row in rows:

@@ -1,18 +1,38 @@
-"""Glue shared by the sessions: load the workspace, render errors once, map exit codes."""
+"""Glue shared by the sessions: load the workspace once per process, render errors once,
+map exit codes.
+
+Nothing of the engine is imported here at module level: `nox -l` only registers the
+sessions, so listing them must not pay for the engine, its TOML, git or packaging code.
+"""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import nox
 
-from relgate.cli import guarded
-from relgate.manifest.options import RunOptions, parse_run_options
-from relgate.manifest.workspace import Workspace
+if TYPE_CHECKING:
+    from relgate.manifest.options import RunOptions
+    from relgate.manifest.workspace import Workspace
 
 WORKSPACE = Path(__file__).resolve().parent.parent
+
+# One workspace per process and place: `nox -s host gate contract` runs its sessions in one
+# process, and they share the loaded manifests and what was detected (host facts, HEAD).
+_LOADED: dict[tuple[str, ...], Workspace] = {}
+
+
+def workspace(session: nox.Session) -> Workspace:
+    from relgate.manifest.workspace import Workspace
+
+    invoked_from = Path(session.invoked_from)
+    key = (str(invoked_from), *(os.environ.get(v, "") for v in ("RELGATE_MANIFESTS", "RELGATE_HOSTS", "RELGATE_HOME")))
+    if key not in _LOADED:
+        _LOADED[key] = Workspace.load(WORKSPACE, invoked_from=invoked_from)
+    return _LOADED[key]
 
 
 def _exit(session: nox.Session, code: int) -> None:
@@ -24,8 +44,16 @@ def _exit(session: nox.Session, code: int) -> None:
         session.error(f"{session.name}: red (exit {code}); see the table above")
 
 
+def guarded(func: Callable[[], int]) -> int:
+    from relgate.cli import guarded as engine_guarded
+
+    return engine_guarded(func)
+
+
 def run_options(session: nox.Session, argv: Sequence[str] | None = None, *, names: bool = True) -> RunOptions:
     """The run options after ``--``; bad usage is bad input (exit 2)."""
+    from relgate.manifest.options import parse_run_options
+
     holder: list[RunOptions] = []
     args = session.posargs if argv is None else argv
     prog = f"nox -s {session.name} --"
@@ -49,6 +77,6 @@ def stage_session(session: nox.Session, stage: Callable[..., Any], *stage_args: 
 
 
 def run_stage(session: nox.Session, stage: Callable[[Workspace], bool]) -> None:
-    """Load the workspace and run one stage; bad input exits 2, a red stage fails the session."""
-    load = lambda: Workspace.load(WORKSPACE, invoked_from=Path(session.invoked_from))  # noqa: E731
-    _exit(session, guarded(lambda: 0 if stage(load()) else 1))
+    """Load the workspace (once per process) and run one stage; bad input exits 2, a red
+    stage fails the session."""
+    _exit(session, guarded(lambda: 0 if stage(workspace(session)) else 1))

@@ -1,6 +1,10 @@
 """``nox -s gate`` … one session per built-in lane, ``nox -s lane -- NAME`` for the project's own,
 and ``nox -s census``. Options after ``--``: target names, --require-all, --reuse,
---report FILE.json, --junit FILE.xml."""
+--report FILE.json, --junit FILE.xml.
+
+The lane sessions and their descriptions are listed here, not read from the engine, so
+`nox -l` imports nothing of it; a test keeps this list equal to the engine's built-in lanes.
+"""
 
 from __future__ import annotations
 
@@ -8,31 +12,40 @@ import os
 
 import nox
 
-from relgate.cli import main
-from relgate.manifest.lanes import BUILTIN_LANE_DEFS
-from relgate.stages import run_lane
-
 from ._common import WORKSPACE, stage_session
 
+# The built-in lanes that are sessions of their own (the host lane's targets run inside
+# `nox -s host`), with the engine's descriptions (relgate.manifest.lanes.BUILTIN_LANE_DEFS).
+LANE_SESSIONS = {
+    "gate": "every gate target must pass",
+    "contract": "each target's ignored arms; every target runs, every red is listed",
+    "record": "lists the record commands; runs only the targets named after --, one at a time",
+    "bench": "runs the benches and keeps their timings; no verdict on the numbers",
+    "qualification": "tools behind the qualification feature, named after --; one run per board and toolkit",
+}
 
-def _lane_session(lane: str) -> None:
+
+def _lane_session(lane: str, description: str) -> None:
     def session_func(session: nox.Session) -> None:
+        from relgate.stages import run_lane
+
         stage_session(session, run_lane, lane)
 
     session_func.__name__ = lane
-    session_func.__doc__ = f"{lane} lane: {BUILTIN_LANE_DEFS[lane].description}."
+    session_func.__doc__ = f"{lane} lane: {description}."
     tags = [lane, "lanes", *(["qualify"] if lane in ("gate", "contract") else [])]
     nox.session(python=False, name=lane, tags=tags)(session_func)
 
 
-for _lane in BUILTIN_LANE_DEFS:
-    if _lane != "host":  # the host lane's targets run inside `nox -s host`
-        _lane_session(_lane)
+for _lane, _description in LANE_SESSIONS.items():
+    _lane_session(_lane, _description)
 
 
 @nox.session(python=False, name="lane", tags=["lanes"])
 def project_lane(session: nox.Session) -> None:
     """A project-defined lane: nox -s lane -- NAME [TARGET …] [--require-all] [--reuse]."""
+    from relgate.stages import run_lane
+
     if not session.posargs:
         session.error("name the lane: nox -s lane -- NAME")
     stage_session(session, run_lane, session.posargs[0], posargs=session.posargs[1:])
@@ -41,6 +54,8 @@ def project_lane(session: nox.Session) -> None:
 @nox.session(python=False, tags=["host", "lanes"])
 def census(session: nox.Session) -> None:
     """Lane census: every declared target has exactly one lane; no stale rows; layout rules."""
+    from relgate.cli import main
+
     os.chdir(session.invoked_from)  # relative RELGATE_* paths mean what the user meant
     code = main(["--workspace", str(WORKSPACE), "census"])
     if code:

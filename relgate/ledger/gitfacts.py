@@ -1,15 +1,19 @@
-"""Git facts about the candidate: commit, branch, whether the tree is dirty."""
+"""Git facts about the candidate: commit, branch, whether the tree is dirty.
+
+Read with plain ``git``: ``rev-parse`` for the toplevel, branch and commit, one ``status``
+for dirtiness (importing gitpython alone cost more than everything relgate does around a
+step).
+"""
 
 from __future__ import annotations
 
+import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-import git
-
 from relgate.core.errors import InputError
 
-__all__ = ["GitFacts", "read_git_facts"]
+__all__ = ["GitFacts", "read_git_facts", "tree_is_dirty"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -24,21 +28,39 @@ class GitFacts:
         return self.commit[:12]
 
 
+def _git(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    try:
+        return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, check=False)
+    except FileNotFoundError:
+        raise InputError(f"{path}: git is not on PATH (relgate qualifies commits)") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot run git: {exc.strerror or exc}") from None
+
+
+def tree_is_dirty(toplevel: Path) -> bool:
+    """Modified, staged or untracked (not ignored) files, from one ``git status``."""
+    done = _git(toplevel, "status", "--porcelain", "--untracked-files=normal")
+    if done.returncode != 0:
+        raise InputError(f"{toplevel}: git status failed: {done.stderr.strip()}")
+    return bool(done.stdout.strip())
+
+
 def read_git_facts(path: Path) -> GitFacts:
     """Facts of the repository that holds ``path``; a path outside git is bad input."""
-    try:
-        repo = git.Repo(path, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
-        raise InputError(f"{path}: not inside a git repository (relgate qualifies commits)") from None
-    try:
-        with repo:
-            try:
-                commit = repo.head.commit.hexsha
-            except ValueError:
-                raise InputError(f"{repo.working_tree_dir}: the repository has no commit yet") from None
-            branch = None if repo.head.is_detached else repo.active_branch.name
-            # One `git status` answers modified, staged and untracked at once (is_dirty() runs three).
-            dirty = bool(repo.git.status("--porcelain", "--untracked-files=normal").strip())
-            return GitFacts(commit=commit, branch=branch, dirty=dirty, toplevel=Path(repo.working_tree_dir or path))
-    except git.GitCommandError as exc:
-        raise InputError(f"{path}: git failed: {exc.stderr.strip() or exc}") from None
+    if not Path(path).exists():
+        raise InputError(f"{path}: not inside a git repository (relgate qualifies commits)")
+    done = _git(path, "rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD")
+    lines = done.stdout.splitlines()
+    if done.returncode != 0 or len(lines) != 3:
+        err = done.stderr.strip()
+        if "not a git repository" in err:
+            raise InputError(f"{path}: not inside a git repository (relgate qualifies commits)")
+        if "unknown revision" in err or "ambiguous argument 'HEAD'" in err:
+            top = lines[0] if lines else path
+            raise InputError(f"{top}: the repository has no commit yet")
+        raise InputError(f"{path}: git failed: {err or 'exit ' + str(done.returncode)}")
+    toplevel, commit, branch = lines
+    if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
+        raise InputError(f"{path}: git rev-parse gave {commit!r}, not a commit")
+    return GitFacts(commit=commit, branch=None if branch == "HEAD" else branch, dirty=tree_is_dirty(Path(toplevel)),
+                    toplevel=Path(toplevel))

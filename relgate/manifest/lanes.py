@@ -205,6 +205,8 @@ def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
                 command = CommandSpec(argv=tuple(shlex.split(raw)))
             except ValueError as exc:
                 c.problem(f"{prefix}.command", f"cannot split into arguments: {exc}")
+        if not raw.strip():
+            c.problem(f"{prefix}.command", "empty; say the command that runs this target")
     timeout = c.get(t, prefix, "timeout", (int, float))
     if timeout is not None and timeout <= 0:
         c.problem(f"{prefix}.timeout", "must be a positive number of seconds")
@@ -236,18 +238,21 @@ def _extras(c: Checker, tables: Mapping[str, Any], allowed: Sequence[str]) -> tu
 
 
 def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
-    """The lanes of a project, or None when it keeps no lanes file at all."""
+    """The lanes of a project, or None when it keeps no lanes file at all. Every problem of
+    the table (keys, lane names, options, targets) is reported at once."""
     own = manifests_dir / "lanes.toml"
+    if own.exists() and not own.is_file():
+        raise InputError(f"{display_path(own)}: not a file (the lane table is a TOML file)")
     path = project.lanes or (own if own.is_file() else None)
     if path is None:
         return None
     lanes_file = read_lanes_file(path)
-    problems: list[str] = []
     c = Checker(path)
     options, lane_defs = _extras(c, lanes_file.tables, ("lanes", "target", "lane"))
-    problems += c.problems
+    checkers = [c]
     if project.lanes is not None and own.is_file():
         c2 = Checker(own)
+        checkers.append(c2)
         data = read_toml(own)
         if "lanes" in data:
             c2.problem("lanes", f"the [lanes] table lives in {display_path(project.lanes)} (project.lanes); "
@@ -257,20 +262,30 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
             c2.problem(f"target.{name}", f"also configured in {display_path(path)}")
         options.update(more_targets)
         lane_defs.update(more_lanes)
-        problems += c2.problems
+    known = {**BUILTIN_LANE_DEFS, **lane_defs}
+    for row in lanes_file.rows:
+        if row.lane not in known:
+            c.problem(f"lanes.{row.target}", f'unknown lane "{row.lane}"{did_you_mean(row.lane, known)} '
+                                             f"(line {row.line})")
+    problems = [line for checker in checkers for line in checker.problems]
+    targets: list[Target] | None = None
+    try:
+        targets = _targets(project, options, path)
+    except ManifestError as exc:
+        problems += exc.problems
+    except InputError as exc:
+        problems.append(str(exc))
+    if targets is not None:
+        names = {t.name for t in targets if t.name}
+        problems += [f"{display_path(path)}: target.{n}: no such target{did_you_mean(n, names)}"
+                     for n in options if n not in names]
     if problems:
         raise ManifestError(problems)
-    targets = _targets(project, options)
-    names = {t.name for t in targets if t.name}
-    unknown = [n for n in options if n not in names]
-    if unknown:
-        raise ManifestError([f"{display_path(path)}: target.{n}: no such target{did_you_mean(n, names)}"
-                             for n in unknown])
-    return LanesSpec(file=lanes_file, lanes={**BUILTIN_LANE_DEFS, **lane_defs}, options=options,
-                     targets=tuple(targets))
+    assert targets is not None
+    return LanesSpec(file=lanes_file, lanes=known, options=options, targets=tuple(targets))
 
 
-def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions]) -> list[Target]:
+def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions], path: Path) -> list[Target]:
     if project.kind == "cargo":
         from relgate.manifest.cargo import discover_cargo_targets
 
@@ -279,7 +294,7 @@ def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions]) -> list
     out = []
     for name, opts in options.items():
         if opts.command is None:
-            problems.append(f"{display_path(project.source)}: target.{name}.command: a {project.kind} target "
+            problems.append(f"{display_path(path)}: target.{name}.command: a {project.kind} target "
                             "needs the command that runs it")
         out.append(Target(name=name, path=opts.path, kind="command", command=opts.command,
                           origin=f"[target.{name}]"))

@@ -1,20 +1,24 @@
 """One workspace loader, shared by the CLI and the nox sessions.
 
-It reads the manifest folder (``project.toml``, ``builds.toml``) and the host folder
-(``hosts/*.toml``), validates all of it up front and reports every problem at once.
-Sessions never parse TOML themselves.
+It reads everything the manifest folder holds (``project.toml``, ``builds.toml``, the lane
+table — ``lanes.toml`` or the project's own file named by ``project.lanes`` — with its
+targets, ``package.toml``, ``intentional.toml``) and the host folder (``hosts/*.toml``),
+validates all of it up front and reports every problem of every file at once. Stages take
+the loaded workspace; no stage and no session reads TOML.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from relgate.core.errors import InputError, ManifestError
+from relgate.core.memo import Memo
 from relgate.manifest.intentional import IntentionalChange, parse_intentional
+from relgate.manifest.lanes import LanesSpec, load_lanes
 from relgate.manifest.schema import display_path, read_toml
 from relgate.manifest.specs import BuildsSpec, HostSpec, ProjectSpec, parse_builds, parse_host, parse_project
 
@@ -34,7 +38,10 @@ class Workspace:
     builds: BuildsSpec
     hosts: Mapping[str, HostSpec]
     intentional: tuple[IntentionalChange, ...] = ()  # intentional.toml: evidence re-recorded on purpose
-    package: Any = None  # package.toml (relgate.package_manifest.PackageManifest) when the folder has one
+    package: Any = None  # package.toml (relgate.manifest.package_spec.PackageManifest) when the folder has one
+    lanes: LanesSpec | None = None  # the lane table and its targets; None when the project keeps none
+    # Facts read once per invocation (host detection, HEAD): the nox layer keeps one workspace per process.
+    memo: Memo = field(default_factory=Memo, compare=False, repr=False)
 
     @property
     def intentional_path(self) -> Path:
@@ -68,6 +75,7 @@ class Workspace:
             from relgate.manifest.package_spec import load_package_manifest  # only projects that keep one pay for it
 
             package = _collect(lambda: load_package_manifest(mdir, project), problems)
+        lanes = _collect(lambda: load_lanes(project, mdir), problems) if project is not None else None
         host_specs: dict[str, HostSpec] = {}
         for path in sorted(hdir.glob("*.toml")):
             spec = _load(path, parse_host, problems)
@@ -83,7 +91,8 @@ class Workspace:
             host_specs.setdefault(LOCAL_HOST.name, LOCAL_HOST)
         assert project is not None and builds is not None
         return cls(root=root, manifests_dir=mdir, hosts_dir=hdir, home=home_dir, project=project,
-                   builds=builds, hosts=host_specs, intentional=tuple(intentional or ()), package=package)
+                   builds=builds, hosts=host_specs, intentional=tuple(intentional or ()), package=package,
+                   lanes=lanes)
 
     @property
     def local_host(self) -> HostSpec:

@@ -64,6 +64,7 @@ from relgate.package.verify import (
     requirements_step,
     wheelhouse_step,
 )
+from relgate.run.flow import finish, run_plan
 from relgate.run.plan import PlannedStep, StepFailed
 from relgate.run.runner import RunSummary
 
@@ -456,8 +457,6 @@ def plan_publish_dry_run(plan: Plan, *, environ: Mapping[str, str] = os.environ,
 def run_publish_dry_run(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
                         out: TextIO = sys.stdout, environ: Mapping[str, str] = os.environ) -> RunSummary:
     """``nox -s publish_dry_run``: the rehearsal, one ledger run; the local index is always stopped."""
-    from relgate.run.flow import finish, run_plan
-
     plan = new_plan(ws, "publish_dry_run", "publish")
     index: LocalIndex | None = None
     try:

@@ -50,7 +50,7 @@ from typing import Any, TextIO
 
 from relgate.core.errors import ExecutionError
 from relgate.core.redact import Redactor
-from relgate.ledger.gitfacts import GitFacts, read_git_facts
+from relgate.ledger.gitfacts import GitFacts
 from relgate.manifest.options import RunOptions
 from relgate.manifest.package_spec import PackageManifest, load_package_manifest
 from relgate.manifest.schema import display_path
@@ -60,6 +60,7 @@ from relgate.manifest.workspace import Workspace
 from relgate.package import offline
 from relgate.package.archive import ArchiveError, extract
 from relgate.package.inspect import Required, inspect_tree
+from relgate.run.flow import candidate_facts, finish, run_plan
 from relgate.run.plan import PlannedStep, StepFailed
 from relgate.run.runner import RunSummary
 
@@ -175,8 +176,10 @@ def detect_network() -> Network:
 
 _TOOLS = ("cargo", "make", "git", "gcc", "cc", "clang", "nvcc", "hipcc")
 #: pip looks nowhere but where the command line says (no config file, no find-links or index from the environment).
+# A PYTHONPATH from the caller's shell would let pip see a checkout as "already installed"
+# (and the tests import it instead of the wheel): the package is judged as installed, alone.
 PIP_HERMETIC = {"PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "", "PIP_EXTRA_INDEX_URL": "", "PIP_INDEX_URL": "",
-                "PIP_CONSTRAINT": ""}
+                "PIP_CONSTRAINT": "", "PYTHONPATH": ""}
 
 
 @dataclass(kw_only=True)
@@ -453,9 +456,7 @@ def wheelhouse_step(plan: Plan, lock: Path | None, name: str = "wheelhouse") -> 
 
 def declared_targets(ws: Workspace) -> tuple[tuple[Target, ...], dict[str, str]]:
     """The project's declared targets and their lanes (none for a project without lanes)."""
-    from relgate.manifest.lanes import load_lanes
-
-    lanes = load_lanes(ws.project, ws.manifests_dir)
+    lanes = ws.lanes
     if lanes is not None:
         return lanes.targets, lanes.assignments
     if ws.project.kind == "cargo" and (ws.project.root / "Cargo.toml").is_file():
@@ -533,7 +534,7 @@ def _plan_python(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
                   *(("-c", str(lock)) if lock is not None else ()), wanted)
     test = spec.test_command or CommandSpec(argv=("python", "-m", "pytest", "-q", "-p", "no:cacheprovider"))
     venv_env = {"PATH": f"{work.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
-                "VIRTUAL_ENV": str(work.venv), "PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+                "VIRTUAL_ENV": str(work.venv), "PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": ""}
     steps += [plan.step("offline-venv", venv, needs=("package",), offline=True),
               plan.step("offline-install", install, env=PIP_HERMETIC, needs=("wheelhouse", "offline-venv"),
                         offline=True),
@@ -600,7 +601,7 @@ def plan_package_verify(plan: Plan, *, targets: Sequence[Target] = (),
 def new_plan(ws: Workspace, session: str, lane: str) -> Plan:
     """Load what a package stage needs (bad input: exit 2, before anything runs) and make its work folder."""
     manifest = ws.package or load_package_manifest(ws.manifests_dir, ws.project)  # the defaults, without a file
-    facts = read_git_facts(ws.project.root)
+    facts = candidate_facts(ws)
     network = detect_network()
     try:
         work = Work.create(session)
@@ -633,8 +634,6 @@ def cleanup(plan: Plan, out: TextIO) -> None:
 def run_package_verify(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
                        out: TextIO = sys.stdout) -> RunSummary:
     """``nox -s package_verify``: build, extract, inspect, verify offline — one ledger run."""
-    from relgate.run.flow import finish, run_plan
-
     targets, lanes = declared_targets(ws)
     plan = new_plan(ws, "package_verify", "package")
     try:

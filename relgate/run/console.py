@@ -129,3 +129,14 @@ def render_status(rows: Sequence[StepRow], home: Path, out: TextIO = sys.stdout)
     for line in render_table(("id", "session", "step", "host", "verdict", "duration", "tree", "reason", "log"),
                              table):
         print(line, file=out)
+
+
+def render_plan(sessions: Sequence[tuple[str, str | None, Sequence[tuple[PlannedStep, str]]]],
+                out: TextIO = sys.stdout) -> None:
+    """``relgate check``: per session, each step, its command, and where it would run (or why not)."""
+    for command, note, steps in sessions:
+        print(f"{command}{f'  ({note})' if note else ''}", file=out)
+        if steps:
+            rows = [(step.name, step.display(), where) for step, where in steps]
+            for line in render_table(("step", "command", "runs on"), rows):
+                print(f"  {line}", file=out)

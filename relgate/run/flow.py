@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
 from relgate.core.verdict import Verdict
-from relgate.ledger.gitfacts import read_git_facts
+from relgate.ledger.gitfacts import GitFacts, read_git_facts, tree_is_dirty
 from relgate.ledger.store import Ledger
 from relgate.manifest.options import RunOptions
 from relgate.manifest.schema import display_path
@@ -20,15 +21,16 @@ from relgate.run.hosts import Host, HostFacts, detect_local
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool, RunSummary, run_steps
 
-__all__ = ["host_pool", "run_plan", "finish"]
+__all__ = ["host_pool", "candidate_facts", "run_plan", "finish"]
 
 
 def host_pool(ws: Workspace) -> HostPool:
-    """Every declared host; local ones detect their facts and get a local executor."""
+    """Every declared host; local ones detect their facts (once per invocation: the facts
+    live on the workspace's memo) and get a local executor."""
     hosts, executors = [], {}
     for spec in ws.hosts.values():
         if spec.kind == "local":
-            host = Host(spec=spec, facts=detect_local(spec))
+            host = Host(spec=spec, facts=ws.memo.get(("host", spec.name), lambda spec=spec: detect_local(spec)))
             executors[host.name] = LocalExecutor(host)
         else:
             host = Host(spec=spec, facts=HostFacts(boards=spec.boards, driver=spec.driver, toolkit=spec.toolkit,
@@ -38,10 +40,21 @@ def host_pool(ws: Workspace) -> HostPool:
     return HostPool(hosts, executors)
 
 
+def candidate_facts(ws: Workspace) -> GitFacts:
+    """The candidate's git facts. HEAD is resolved once per invocation; whether the tree is
+    dirty is read again for every later run, because an earlier session may have changed
+    the tree (a record must never say clean about a dirty tree)."""
+    key = ("git", ws.project.root)
+    if key not in ws.memo:
+        return ws.memo.get(key, lambda: read_git_facts(ws.project.root))
+    facts: GitFacts = ws.memo.get(key, lambda: read_git_facts(ws.project.root))
+    return replace(facts, dirty=tree_is_dirty(facts.toplevel))
+
+
 def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv: Sequence[str],
              reuse: bool = False, pool: HostPool | None = None, out: TextIO = sys.stdout) -> RunSummary:
     """Run planned steps as one ledger run and print the summary table."""
-    facts = read_git_facts(ws.project.root)
+    facts = candidate_facts(ws)
     pool = pool or host_pool(ws)
     with Ledger.open(ws.home) as ledger:
         run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,

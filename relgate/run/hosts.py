@@ -43,6 +43,13 @@ class Host:
     def board(self) -> str | None:
         return ", ".join(self.facts.boards) or None
 
+    def describe(self) -> str:
+        """``board NVIDIA H200, driver 580.159.04, toolkit cuda 13.0; offers cuda, make, sm90``."""
+        facts = self.facts
+        offers = ", ".join(sorted(facts.capabilities)) or "nothing detected"
+        return (f"board {self.board or 'none'}, driver {facts.driver or 'none'}, toolkit {facts.toolkit or 'none'}; "
+                f"offers {offers}")
+
     def missing(self, requires: Iterable[str]) -> list[str]:
         """The required capabilities (or boards) this host does not offer, in order."""
         offered = self.facts.capabilities | set(self.facts.boards)

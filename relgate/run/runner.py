@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from relgate.core.errors import RelgateError
 from relgate.core.redact import redact_env
@@ -27,7 +27,9 @@ from relgate.ledger.store import Ledger
 from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, Executor, FileSink, Interrupted
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
-from relgate.run.scanners import CompilerWarning, StreamScanner, partition
+
+if TYPE_CHECKING:  # the scanners are imported by the first step that scans a build
+    from relgate.run.scanners import CompilerWarning, StreamScanner
 
 __all__ = ["HostPool", "StepOutcome", "RunSummary", "Reporter", "run_steps", "sigterm_interrupts"]
 
@@ -177,7 +179,11 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         env[step.evidence_env] = str(evidence_file)
     partial = ledger.partial_log_path(facts.commit, run_id, step.name)
     step_id = ledger.begin_step(log_path=partial, **row)
-    scanner = StreamScanner() if step.scan_warnings else None
+    scanner = None
+    if step.scan_warnings:
+        from relgate.run.scanners import StreamScanner
+
+        scanner = StreamScanner()
     captured: list[str] = []
     results: list[CommandResult] = []
     judged: tuple[Verdict, str] | None = None  # an action's own verdict (not-run, fail) and reason
@@ -213,7 +219,11 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         raise interrupted if isinstance(interrupted, Interrupted) else Interrupted(signal.SIGINT)
 
     found = scanner.finish() if scanner is not None else []
-    denied, allowed = partition(found, step.allow) if found else ([], [])
+    denied, allowed = [], []
+    if found:
+        from relgate.run.scanners import partition
+
+        denied, allowed = partition(found, step.allow)
     verdict, reason = _judge(step, results, denied, "".join(captured))
     if judged is not None:
         verdict, reason = judged

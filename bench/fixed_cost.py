@@ -1,0 +1,122 @@
+"""Benchmark: relgate's own fixed cost, and what `nox -l` costs with relgate's sessions.
+
+    python bench/fixed_cost.py [--rounds N] [--warmup N]
+
+Two measurements, each in the same run as its alternative (alternating, so caches and a busy
+machine affect both alike; warm-up rounds first, not counted; medians):
+
+* fixed cost: ``nox -s host`` on a project whose builds.toml holds one host check, ``true``,
+  and no lanes (and ``git diff --check`` turned into that one check), minus an empty nox
+  session (``nox -f EMPTY -s noop``) — what relgate adds around a step: importing the engine,
+  loading the workspace, detecting the host, git facts, the ledger, the table. Goal ≤ 50 ms.
+* listing: ``nox -l`` with relgate's noxfile against ``nox -l`` with an empty noxfile.
+  Goal ≤ 1.3×.
+
+After the first nox run the ledger must hold exactly one passed step (``true``), or the
+comparison is void (exit 1). This is a measurement, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from _common import REPO, failed, git, timed  # noqa: E402
+
+FIXED_GOAL_MS = 50.0
+LIST_GOAL = 1.3
+EMPTY_NOXFILE = """import nox
+
+nox.options.default_venv_backend = "none"
+
+
+@nox.session(python=False)
+def noop(session):
+    pass
+"""
+
+
+def _project(tmp: Path) -> dict[str, str]:
+    root = tmp / "tiny"
+    root.mkdir()
+    (root / "README").write_text("a project with one host check\n")
+    (root / "CHANGELOG.md").write_text("# Changelog\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "initial")
+    manifests = tmp / "manifests"
+    manifests.mkdir()
+    (manifests / "project.toml").write_text(
+        f'[project]\nname = "tiny"\nroot = "{root}"\nkind = "make"\nversion = "1.0.0"\n'
+        'changelog = "CHANGELOG.md"\nevidence_env = "TINY_EVIDENCE"\n')
+    (manifests / "builds.toml").write_text('[[check]]\nname = "true"\nrun = "true"\n\n'
+                                           '[[check]]\nname = "git-diff-check"\nbuiltin = "git-diff-check"\n'
+                                           'skip = "one check only: this bench measures the fixed cost"\n')
+    hosts = tmp / "hosts"
+    hosts.mkdir()
+    (hosts / "local.toml").write_text('[host]\nname = "local"\nkind = "local"\n')
+    return {**os.environ, "RELGATE_MANIFESTS": str(manifests), "RELGATE_HOSTS": str(hosts),
+            "RELGATE_HOME": str(tmp / "home"), "NO_COLOR": "1"}
+
+
+def _check_ledger(home: Path) -> str | None:
+    import sqlite3
+
+    with sqlite3.connect(home / "ledger.sqlite3") as db:
+        rows = db.execute("SELECT step, verdict FROM steps ORDER BY id").fetchall()
+    wanted = [("true", "pass"), ("git-diff-check", "skip")]
+    return None if rows == wanted else f"ledger holds {rows}, expected {wanted}"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--rounds", type=int, default=15)
+    ap.add_argument("--warmup", type=int, default=3)
+    args = ap.parse_args()
+    nox = [sys.executable, "-m", "nox"]
+    with tempfile.TemporaryDirectory(prefix="relgate-bench-fixed-") as name:
+        tmp = Path(name)
+        env = _project(tmp)
+        empty = tmp / "empty" / "noxfile.py"
+        empty.parent.mkdir()
+        empty.write_text(EMPTY_NOXFILE)
+        sides = {
+            "relgate host": [*nox, "-f", str(REPO / "noxfile.py"), "-s", "host"],
+            "empty session": [*nox, "-f", str(empty), "-s", "noop"],
+            "relgate nox -l": [*nox, "-f", str(REPO / "noxfile.py"), "-l"],
+            "empty nox -l": [*nox, "-f", str(empty), "-l"],
+        }
+        times: dict[str, list[float]] = {k: [] for k in sides}
+        for round_no in range(args.warmup + args.rounds):
+            for label, argv in sides.items():
+                wall, _, done = timed(argv, env, cwd=tmp)
+                if done.returncode != 0:
+                    return failed(label, done)
+                if round_no == 0 and label == "relgate host":
+                    problem = _check_ledger(Path(env["RELGATE_HOME"]))
+                    if problem:
+                        print(f"void: {problem}", file=sys.stderr)
+                        return 1
+                if round_no >= args.warmup:
+                    times[label].append(wall)
+            if round_no >= args.warmup:
+                print(f"round {round_no - args.warmup + 1}: " + ", ".join(
+                    f"{k} {times[k][-1] * 1000:.0f} ms" for k in sides))
+    med = {k: statistics.median(v) for k, v in times.items()}
+    fixed = (med["relgate host"] - med["empty session"]) * 1000
+    ratio = med["relgate nox -l"] / med["empty nox -l"]
+    print("\nmedians: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in med.items()))
+    print(f"fixed cost (nox -s host with one `true` check - empty nox session): {fixed:.0f} ms "
+          f"(goal <= {FIXED_GOAL_MS:.0f} ms): {'PASS' if fixed <= FIXED_GOAL_MS else 'MISS'}")
+    print(f"nox -l, relgate / empty noxfile: {ratio:.2f} (goal <= {LIST_GOAL}): {'PASS' if ratio <= LIST_GOAL else 'MISS'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

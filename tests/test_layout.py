@@ -1,0 +1,104 @@
+"""The tree reads as the runbook: one subpackage per stage, imports one way."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+ENGINE = REPO / "relgate"
+
+# Bottom to top: a module may import only from its own floor and the floors below it.
+FLOORS = ["core", "manifest", "ledger", "run", "remote", "lanes", "evidence", "package", "signoff", "stages", "cli"]
+
+
+def _floor(module: str) -> str:
+    """``relgate.run.runner`` → ``run``; ``relgate.cli`` → ``cli``."""
+    parts = module.split(".")
+    assert parts[0] == "relgate", module
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _imports(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0 and node.module.startswith("relgate"):
+            if node.module == "relgate":
+                found += [(node.lineno, f"relgate.{a.name}") for a in node.names if a.name != "__version__"]
+            else:
+                found.append((node.lineno, node.module))
+        elif isinstance(node, ast.ImportFrom) and node.level:
+            found.append((node.lineno, "<relative>"))
+        elif isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.startswith("relgate")]
+    return found
+
+
+def _modules() -> list[Path]:
+    return sorted(p for p in ENGINE.rglob("*.py"))
+
+
+def test_every_stage_package_says_what_it_does():
+    packages = [p for p in ENGINE.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
+    assert {p.name for p in packages} <= set(FLOORS)
+    for package in packages:
+        doc = ast.get_docstring(ast.parse((package / "__init__.py").read_text()))
+        assert doc, f"{package.name}/__init__.py: say in two lines what the stage does"
+        assert len(doc.splitlines()) <= 3, f"{package.name}/__init__.py: keep it to two lines"
+
+
+def test_imports_run_one_way():
+    wrong = []
+    for path in _modules():
+        rel = path.relative_to(REPO).with_suffix("")
+        here = _floor(".".join(rel.parts)) if rel.name != "__init__" else rel.parts[1] if len(rel.parts) > 2 else ""
+        if here == "__init__" or here == "":
+            continue
+        for line, module in _imports(path):
+            if module == "<relative>":
+                wrong.append(f"{rel}.py:{line}: relative import (use relgate.STAGE.module)")
+                continue
+            there = _floor(module)
+            if there == "__version__" or there not in FLOORS:
+                continue
+            if FLOORS.index(there) > FLOORS.index(here):
+                wrong.append(f"{rel}.py:{line}: {here} imports {module}, a floor above it")
+    assert wrong == []
+
+
+def test_the_engine_never_imports_nox():
+    for path in _modules():
+        names = {m for _, m in _imports(path)}
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                names |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                names.add(node.module)
+        assert not any(n == "nox" or n.startswith("nox.") for n in names), path
+
+
+@pytest.mark.parametrize("heavy", ["relgate.stages", "git", "build", "twine"])
+def test_listing_sessions_imports_no_engine(heavy):
+    """`nox -l` only registers sessions: the engine, gitpython and the packaging tools stay unloaded."""
+    code = ("import sys, runpy; sys.argv = ['nox']; import nox.registry;"
+            f"runpy.run_path({str(REPO / 'noxfile.py')!r});"
+            f"print({heavy!r} in sys.modules, sorted(m for m in sys.modules if m.startswith('relgate')))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    loaded, relgate_modules = done.stdout.split(" ", 1)
+    assert loaded == "False", done.stdout
+    assert relgate_modules.strip() == "[]", done.stdout
+
+
+def test_the_lane_sessions_are_the_engines_built_in_lanes():
+    """sessions/lanes.py lists the lane sessions itself (so `nox -l` imports no engine): keep it equal."""
+    from relgate.manifest.lanes import BUILTIN_LANE_DEFS
+    from sessions.lanes import LANE_SESSIONS
+
+    expected = {name: lane.description for name, lane in BUILTIN_LANE_DEFS.items() if name != "host"}
+    assert LANE_SESSIONS == expected

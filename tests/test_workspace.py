@@ -1,0 +1,191 @@
+"""One workspace, loaded once: the lane table validated up front by `relgate check` and by every
+session, the whole plan printed, and the local host detected once per invocation."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import NOXFILE, Project, git
+from relgate.core.errors import InputError
+from relgate.ledger.gitfacts import read_git_facts
+from relgate.manifest.workspace import Workspace
+from relgate.run.flow import candidate_facts, host_pool
+
+
+def _edit(project: Project, old: str, new: str) -> None:
+    path = project.manifests / "lanes.toml"
+    text = path.read_text()
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new))
+
+
+# (id, edit of the C example's lanes.toml: old text → new text, the one line relgate prints)
+BROKEN_LANE_TABLES = [
+    ("unknown-key", ('command = "make test-cuda"\nrequires = ["cuda"]', 'command = "make test-cuda"\nrequries = ["cuda"]'),
+     'lanes.toml: target.kernels-cuda.requries: unknown key — did you mean "requires"?'),
+    ("unknown-lane", ('"kernels-cpu" = "gate"', '"kernels-cpu" = "gtae"'),
+     'lanes.toml: lanes.kernels-cpu: unknown lane "gtae" — did you mean "gate"? (line 5)'),
+    ("wrong-type", ('command = "make bench"', 'command = "make bench"\ntimeout = "ten"'),
+     'lanes.toml: target.matvec-bench.timeout: expected an integer or a number, got the string "ten"'),
+    ("lane-row-not-a-string", ('"matvec-bench" = "bench"', '"matvec-bench" = 3'),
+     "lanes.toml: lanes.matvec-bench: expected a string"),
+    ("empty-command", ('command = "make bench"', 'command = ""'),
+     "lanes.toml: target.matvec-bench.command: empty; say the command that runs this target"),
+    ("blank-command", ('command = "make contract"', 'command = "   "'),
+     "lanes.toml: target.cli-contract-cpu.command: empty; say the command that runs this target"),
+]
+
+
+def _only_line(stderr: str, says: str) -> None:
+    lines = stderr.splitlines()
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("relgate: ") and says in lines[0], (lines[0], says)
+
+
+@pytest.mark.parametrize(("edit", "says"), [c[1:] for c in BROKEN_LANE_TABLES], ids=[c[0] for c in BROKEN_LANE_TABLES])
+def test_relgate_check_rejects_a_broken_lane_table(tinyinfer: Project, edit: tuple[str, str], says: str) -> None:
+    _edit(tinyinfer, *edit)
+    done = tinyinfer.relgate("check", timeout=120)
+    assert done.returncode == 2, done
+    assert done.stdout == ""
+    assert "Traceback" not in done.stderr
+    _only_line(done.stderr, says)
+
+
+def test_a_table_for_a_target_cargo_does_not_declare(scankern: Project) -> None:
+    (scankern.manifests / "lanes.toml").write_text('[target.scan_paritty]\ntimeout = 60\n')
+    done = scankern.relgate("check", timeout=120)
+    assert done.returncode == 2, done
+    _only_line(done.stderr, 'lanes.toml: target.scan_paritty: no such target — did you mean "scan_parity"?')
+
+
+def test_every_problem_of_every_file_at_once(tinyinfer: Project) -> None:
+    _edit(tinyinfer, '"kernels-cpu" = "gate"', '"kernels-cpu" = "gtae"')
+    _edit(tinyinfer, 'command = "make bench"', 'command = ""')
+    builds = tinyinfer.manifests / "builds.toml"
+    builds.write_text(builds.read_text().replace('run = "make cpu"', 'rn = "make cpu"'))
+    done = tinyinfer.relgate("check", timeout=120)
+    assert done.returncode == 2
+    lines = done.stderr.splitlines()
+    assert len(lines) == 4, done.stderr  # rn unknown, run missing, the lane, the command
+    assert any("builds.toml: release.cpu.rn" in line for line in lines)
+    assert any('unknown lane "gtae"' in line for line in lines)
+    assert any("matvec-bench.command: empty" in line for line in lines)
+
+
+def test_a_folder_named_lanes_toml_is_refused(tinyinfer: Project) -> None:
+    (tinyinfer.manifests / "lanes.toml").unlink()
+    (tinyinfer.manifests / "lanes.toml").mkdir()
+    done = tinyinfer.relgate("check", timeout=120)
+    assert done.returncode == 2
+    _only_line(done.stderr, "lanes.toml: not a file")
+
+
+SESSIONS = [("host",), ("gate",), ("contract",), ("record",), ("bench",), ("qualification",), ("census",),
+            ("evidence",), ("package_verify",), ("publish_dry_run",), ("lane", "--", "soak")]
+
+
+@pytest.mark.parametrize("argv", SESSIONS, ids=[s[0] for s in SESSIONS])
+def test_every_session_rejects_a_broken_lane_table_before_anything_runs(tinyinfer: Project, argv: tuple[str, ...]):
+    _edit(tinyinfer, '"kernels-cpu" = "gate"', '"kernels-cpu" = "gtae"')
+    done = tinyinfer.nox(argv[0], extra=argv[1:], timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode == 2, output
+    assert "Traceback" not in output
+    relgate_lines = [line for line in output.splitlines() if line.startswith("relgate: ")]
+    _only_line("\n".join(relgate_lines), 'lanes.kernels-cpu: unknown lane "gtae" — did you mean "gate"? (line 5)')
+    assert not tinyinfer.home.exists() or not any(tinyinfer.home.rglob("*.log"))  # nothing ran
+
+
+def test_relgate_check_prints_the_whole_plan(tinyinfer: Project) -> None:
+    done = tinyinfer.relgate("check", timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    sections = [line for line in out.splitlines() if line.startswith("nox -s ")]
+    assert sections == ["nox -s host", "nox -s gate", "nox -s contract", "nox -s record  (no targets in this lane)",
+                        "nox -s bench", "nox -s qualification  (no targets in this lane)"]
+    rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ") and len(line.split()) > 2}
+    assert rows["lane-census"].split()[1:] == ["relgate", "census", "local"]
+    assert rows["release-cpu"].endswith("local") and "make clean && make cpu" in rows["release-cpu"]
+    assert rows["kernels-cpu"].endswith("local")
+    assert rows["kernels-cuda"].endswith("not run: no host offers cuda") or rows["kernels-cuda"].endswith("local")
+    assert "local: board " in out  # the detected facts of each host
+
+
+def test_relgate_check_shows_named_lanes_and_remote_placement(scankern: Project) -> None:
+    (scankern.hosts / "gpu1.toml").write_text(
+        '[host]\nname = "gpu1"\nkind = "ssh"\naddress = "10.0.0.2"\ncapabilities = ["cuda", "gpu"]\n')
+    qual = scankern.root / "qual" / "lanes.toml"
+    (scankern.manifests / "lanes.toml").write_text('[target.scan_parity]\nrequires = ["gpu"]\n')
+    assert qual.is_file()
+    done = scankern.relgate("check", timeout=120)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "nox -s record  (runs only the targets named after --)" in out
+    assert "nox -s qualification  (runs only the targets named after --)" in out
+    parity = next(line for line in out.splitlines() if line.strip().startswith("scan_parity "))
+    assert "not run: only gpu1 offer gpu, and no executor can reach gpu1 yet" in parity
+
+
+def _shim(bin_dir: Path, tool: str, calls: Path) -> None:
+    """A `tool` first on PATH that logs each call's arguments, then runs the real one."""
+    real = shutil.which(tool)
+    assert real is not None
+    shim = bin_dir / tool
+    shim.write_text(f'#!/bin/sh\necho "$@" >> "{calls}"\nexec "{real}" "$@"\n')
+    shim.chmod(shim.stat().st_mode | stat.S_IEXEC)
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the local host detects it)")
+def test_nox_host_gate_contract_detects_the_local_host_once(tinyinfer: Project, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "nvcc-calls"
+    _shim(bin_dir, "nvcc", calls)
+    env = {**tinyinfer.env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", "host", "gate", "contract"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    versions = [line for line in calls.read_text().splitlines() if line.strip() == "--version"]
+    assert len(versions) == 1, calls.read_text()  # three sessions, one detection
+    assert "Ran 3 sessions" in done.stderr or "host: success" in done.stderr
+
+
+def test_the_workspace_memo_detects_once_and_rereads_dirtiness(tinyinfer: Project) -> None:
+    ws = Workspace.load(tinyinfer.root, manifests=tinyinfer.manifests, hosts=tinyinfer.hosts, home=tinyinfer.home)
+    first = host_pool(ws)
+    second = host_pool(ws)
+    assert [h.facts for h in first.hosts] == [h.facts for h in second.hosts]
+    assert ws.memo.counts[("host", "local")] == 1
+    clean = candidate_facts(ws)
+    assert not clean.dirty
+    (tinyinfer.root / "new-file").write_text("x")
+    later = candidate_facts(ws)
+    assert later.commit == clean.commit and later.dirty  # HEAD read once, dirtiness every run
+    assert ws.memo.counts[("git", ws.project.root)] == 1
+
+
+def test_git_facts_are_what_git_says(tinyinfer: Project, tmp_path: Path) -> None:
+    facts = read_git_facts(tinyinfer.root / "src")
+    assert facts.commit == git(tinyinfer.root, "rev-parse", "HEAD").strip()
+    assert facts.branch == "main" and not facts.dirty and facts.toplevel == tinyinfer.root
+    git(tinyinfer.root, "checkout", "-q", "--detach")
+    assert read_git_facts(tinyinfer.root).branch is None
+    (tinyinfer.root / "untracked").write_text("x")
+    assert read_git_facts(tinyinfer.root).dirty
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    git(empty, "init", "-q")
+    with pytest.raises(InputError, match="no commit yet"):
+        read_git_facts(empty)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    with pytest.raises(InputError, match="not inside a git repository"):
+        read_git_facts(outside)
