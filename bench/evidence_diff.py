@@ -39,7 +39,7 @@ GOAL_RATIO = 4.0
 RELGATE = """\
 import sys
 from pathlib import Path
-from relgate.evidence import diff_command
+from relgate.evidence.cells import diff_command
 sys.exit(diff_command(Path(sys.argv[1]), Path(sys.argv[2]), as_json=False, out=sys.stdout))
 """
 

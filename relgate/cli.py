@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
     add_run_options(pd, names=False)
     st = sub.add_parser("status", help="ledger rows for the current commit")
     st.add_argument("--json", action="store_true", help="machine-readable output")
-    st.add_argument("--commit", help="another commit (full sha) instead of HEAD")
+    st.add_argument("--commit", help="another commit (a sha, short or full, or a ref) instead of HEAD")
+    st.add_argument("--project", help="only the rows of the project with this name")
     ev = sub.add_parser("evidence", help="evidence captures")
     evsub = ev.add_subparsers(dest="evidence_command", required=True, metavar="ACTION")
     diff = evsub.add_parser("diff", help="compare two captures cell by cell (exit 0 same, 1 differ, 2 bad input)")
@@ -87,7 +88,8 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from relgate.stages import whole_plan
 
     ws = _load(args)
-    print(f"project {ws.project.name} {ws.project.version} ({ws.project.kind}) at {ws.project.root}")
+    print(f"project {ws.project.name} {ws.project.version or '(no version)'} ({ws.project.kind}) at "
+          f"{ws.project.root}")
     print(f"hosts: {', '.join(sorted(ws.hosts))}")
     for host in host_pool(ws).hosts:
         print(f"  {host.name}: {host.describe()}")
@@ -140,11 +142,12 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from relgate.run.console import render_status
 
     ws = _load(args)
+    from relgate.ledger.gitfacts import resolve_commit
     from relgate.run.flow import candidate_facts
 
-    commit = args.commit or candidate_facts(ws).commit
+    commit = resolve_commit(ws.project.root, args.commit) if args.commit else candidate_facts(ws).commit
     with Ledger.open(ws.home) as ledger:
-        rows = ledger.steps(commit=commit)
+        rows = ledger.steps(commit=commit, project=args.project)
     if args.json:
         json.dump({"commit": commit, "steps": [r.to_json() for r in rows]}, sys.stdout, indent=2)
         print()

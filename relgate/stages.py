@@ -9,13 +9,17 @@ from typing import TYPE_CHECKING, TextIO
 
 from relgate.core.errors import InputError
 from relgate.lanes.plan import lane_targets, plan_lane
+from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps
+from relgate.lanes.steps import census_step as lane_census_step
+from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BaselineRow, Ledger
 from relgate.manifest.lanes import BUILTIN_LANE_DEFS, LanesSpec
 from relgate.manifest.options import RunOptions
-from relgate.manifest.schema import display_path
+from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.workspace import Workspace
 from relgate.run.flow import candidate_facts, finish, host_pool, run_plan
-from relgate.run.plan import PlannedStep, StepNotRun, plan_host_checks
+from relgate.run.hosts import Host
+from relgate.run.plan import PlannedStep, StepNotRun, check_names, plan_host_checks, select_checks
 from relgate.run.runner import RunSummary
 
 if TYPE_CHECKING:
@@ -30,64 +34,82 @@ __all__ = ["census", "census_step", "plan_host", "run_host_checks", "run_lane",
 
 def census(ws: Workspace, lanes: LanesSpec, write: Callable[[str], None]) -> int:
     """The lane census: one line per violation, a count; 0 clean, 1 violations."""
-    from relgate.lanes.census import census_exit_code, render_violations, run_census
-
-    violations = run_census(kind=ws.project.kind, root=ws.project.root, targets=lanes.targets, lanes=lanes.file,
-                            known_lanes=lanes.lanes)
-    for line in render_violations(violations):
-        write(line)
-    write(f"census: {len(lanes.targets)} targets, {len(lanes.file.rows)} lane rows, "
-          f"{len(violations)} violation{'' if len(violations) == 1 else 's'}")
-    return census_exit_code(violations)
+    return census_lines(ws.project, lanes, write)
 
 
 def census_step(ws: Workspace, lanes: LanesSpec) -> PlannedStep:
     """The lane census as a host check, in-process, with its own log, row and exit status."""
-    return PlannedStep(name="lane-census", commands=(), cwd=ws.project.root, lane="host",
-                       action=lambda write: census(ws, lanes, write), action_name="relgate census")
+    return lane_census_step(ws.project, lanes)
 
 
 def plan_host(ws: Workspace, *, names: Sequence[str] = ()) -> list[PlannedStep]:
     """The lane census, the host checks (release builds, matrices, …), the host-lane targets,
-    and ``git diff --check``, in that order."""
+    and ``git diff --check``, in that order; ``names`` select host checks and host-lane
+    targets, and just those run."""
     lanes = ws.lanes
+    if names:
+        checks = select_checks(plan_host_checks(ws.builds, ws.project.root), names)
+        if lanes is None:
+            unknown = [n for n in names if n not in check_names(ws.builds)]
+            if unknown:
+                raise InputError(f"host: no host check {unknown[0]!r}{did_you_mean(unknown[0], check_names(ws.builds))}")
+            return checks
+        return [*checks, *plan_lane(ws.project, lanes, "host", names=names, other_names=check_names(ws.builds))]
     if lanes is None:
         return plan_host_checks(ws.builds, ws.project.root)
-    extra = plan_lane(ws.project, lanes, "host", names=names)
+    extra = plan_lane(ws.project, lanes, "host")
     return [census_step(ws, lanes), *plan_host_checks(ws.builds, ws.project.root, extra=extra)]
 
 
 def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
-                    session: str = "host", out: TextIO = sys.stdout) -> RunSummary:
-    """``nox -s host``: everything :func:`plan_host` plans, on the hosts that offer it."""
+                    session: str = "host", out: TextIO = sys.stdout) -> RunSummary | None:
+    """``nox -s host``: everything :func:`plan_host` plans, on the hosts that offer it
+    (None with ``--list``: the plan was only printed)."""
     steps = plan_host(ws, names=options.names)
+    if options.list_only:
+        for step in steps:
+            print(f"  {step.name}: {step.display()}", file=out)
+        return None
+    if options.names and not steps:
+        print(f"{session}: none of the named targets is a host check or a host-lane target", file=out)
     return finish(run_plan(ws, steps, session=session, argv=argv, reuse=options.reuse, out=out), options, out)
 
 
 def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptions = RunOptions(),
              out: TextIO = sys.stdout) -> RunSummary | None:
-    """One lane; None when a named lane was only listed (nothing named after --)."""
+    """One lane: the lane census first, then its targets; a lane that selects nothing is
+    ``not-run``. None when the lane was only listed (``--list``, or a record lane with no
+    target named); a qualification lane with no tool named lists them and is bad usage."""
     lanes = ws.lanes
     if lanes is None:
         raise InputError(f"{display_path(ws.manifests_dir)}: the project declares no lanes "
                          "(add lanes.toml here, or project.lanes pointing at the project's own file)")
+    if lane not in lanes.lanes:
+        plan_lane(ws.project, lanes, lane)  # raises: no lane NAME, with a did-you-mean
     pool = host_pool(ws)
-    steps = plan_lane(ws.project, lanes, lane, names=options.names, hosts=pool.hosts)
     mode = lanes.lanes[lane].mode
-    if not options.names and mode in ("named", "per-board"):
-        print(f"{lane}: {lanes.lanes[lane].description}", file=out)
-        every = plan_lane(ws.project, lanes, lane, names=[t.name for t in lane_targets(lanes, lane) if t.name],
-                          hosts=pool.hosts)
-        for step in every:
-            print(f"  {step.name}: {step.display()}", file=out)
-        print(f"name the targets to run after --, e.g. nox -s {lane} -- {every[0].target if every else 'TARGET'}"
-              if every else f"{lane}: no targets in this lane", file=out)
-        return None
-    if not steps:
-        print(f"{lane}: none of the named targets is in this lane" if options.names
-              else f"{lane}: no targets in this lane", file=out)
+    if options.list_only or (not options.names and mode in ("named", "per-board")):
+        _list_lane(ws, lanes, lane, pool.hosts, out)
+        if options.list_only or mode == "named":
+            return None
+        raise InputError(f"{lane}: no tool named; name the tools to run after -- "
+                         f"(e.g. nox -s {lane} -- TOOL), or pass --list to only list them")
+    steps = lane_steps(ws.project, lanes, lane, names=options.names, hosts=pool.hosts,
+                       other_names=check_names(ws.builds))
+    if options.names and len(steps) == 1:
+        print(f"{lane}: none of the named targets is in this lane", file=out)
     return finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool, out=out),
-                   options, out)
+                  options, out)
+
+
+def _list_lane(ws: Workspace, lanes: LanesSpec, lane: str, hosts: Sequence[Host], out: TextIO) -> None:
+    print(f"{lane}: {lanes.lanes[lane].description}", file=out)
+    every = plan_lane(ws.project, lanes, lane, names=[t.name for t in lane_targets(lanes, lane) if t.name],
+                      hosts=hosts)
+    for step in every:
+        print(f"  {step.name}: {step.display()}", file=out)
+    print(f"name the targets to run after --, e.g. nox -s {lane} -- {every[0].target}" if every
+          else f"{lane}: {NO_TARGETS}", file=out)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -170,7 +192,8 @@ def run_evidence_check(ws: Workspace, *, argv: Sequence[str], options: RunOption
 
     facts = candidate_facts(ws)
     with Ledger.open(ws.home) as ledger:
-        report = check(ledger, commit=facts.commit, changes=ws.intentional, intentional_path=ws.intentional_path)
+        report = check(ledger, commit=facts.commit, project=project_identity(ws, facts), changes=ws.intentional,
+                       intentional_path=ws.intentional_path)
     for board in report.boards:
         for line in board.lines():
             print(line, file=out)
@@ -186,8 +209,12 @@ def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | 
     from relgate.evidence.baselines import accept
 
     facts = candidate_facts(ws)
+    release = release or ws.project.version
+    if release is None:
+        raise InputError(f"{display_path(ws.project.source)}: project.version is not set; name the release: "
+                         "relgate evidence accept --release VERSION")
     with Ledger.open(ws.home) as ledger:
-        rows = accept(ledger, commit=commit or facts.commit, release=release or ws.project.version)
+        rows = accept(ledger, commit=commit or facts.commit, release=release, project=project_identity(ws, facts))
     for row in rows:
         print(f"accepted {row.board}: {row.cells} cells of {row.commit_sha[:12]} as release {row.release} "
               f"({display_path(ws.home / row.path)})", file=out)

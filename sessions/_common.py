@@ -57,7 +57,16 @@ def run_options(session: nox.Session, argv: Sequence[str] | None = None, *, name
     holder: list[RunOptions] = []
     args = session.posargs if argv is None else argv
     prog = f"nox -s {session.name} --"
-    code = guarded(lambda: holder.append(parse_run_options(args, prog=prog, names=names)) or 0)
+    # How many sessions this nox invocation runs (nox keeps no public count of them).
+    sessions = len(getattr(getattr(session, "_runner", None), "manifest", None) or ())
+
+    def parse() -> int:
+        options = parse_run_options(args, prog=prog, names=names)
+        options.check_shared_reports(sessions)
+        holder.append(options)
+        return 0
+
+    code = guarded(parse)
     _exit(session, code)
     return holder[0]
 

@@ -9,6 +9,7 @@ The lane sessions and their descriptions are listed here, not read from the engi
 from __future__ import annotations
 
 import os
+import sys
 
 import nox
 
@@ -20,6 +21,7 @@ LANE_SESSIONS = {
     "gate": "every gate target must pass",
     "contract": "each target's ignored arms; every target runs, every red is listed",
     "record": "lists the record commands; runs only the targets named after --, one at a time",
+    "toolkit": "the toolkit's own tests (gate-like: every target must pass, no bare #[ignore)",
     "bench": "runs the benches and keeps their timings; no verdict on the numbers",
     "qualification": "tools behind the qualification feature, named after --; one run per board and toolkit",
 }
@@ -46,8 +48,9 @@ def project_lane(session: nox.Session) -> None:
     """A project-defined lane: nox -s lane -- NAME [TARGET …] [--require-all] [--reuse]."""
     from relgate.stages import run_lane
 
-    if not session.posargs:
-        session.error("name the lane: nox -s lane -- NAME")
+    if not session.posargs or session.posargs[0].startswith("-"):
+        print("relgate: nox -s lane -- NAME [TARGET …]: name the lane first", file=sys.stderr)
+        raise SystemExit(2)  # bad usage, like every other usage error
     stage_session(session, run_lane, session.posargs[0], posargs=session.posargs[1:])
 
 

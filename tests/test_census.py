@@ -75,11 +75,9 @@ NEXT_ROW = 10  # the line an appended lane row lands on
 GATE_FILE = """\
 mod common;
 
-// A plain #[ignore] here would hide a test; the census reads attributes, not comments.
+// A plain ignore attribute here would hide a test (the census reads lines, as the crate's does).
 #[test]
-fn parent() {
-    assert!(!"#[ignore]".is_empty());
-}
+fn parent() {}
 
 #[test]
 #[ignore = "invoked by parent"]
@@ -151,6 +149,9 @@ NEW_TEST = '\n[[test]]\nname = "{name}"\npath = "{path}"\n'
 TOOLKIT = (append("Cargo.toml", NEW_TEST.format(name="toolkit_ids", path="tests/toolkit_ids.rs")),
            put("tests/toolkit_ids.rs", "#[test]\nfn ids() {}\n"),
            append("qual/lanes.toml", '"toolkit_ids" = "toolkit"\n'))
+SOAK = (append("Cargo.toml", NEW_TEST.format(name="soak_ids", path="tests/soak_ids.rs")),
+        put("tests/soak_ids.rs", "#[test]\nfn ids() {}\n"),
+        append("qual/lanes.toml", '"soak_ids" = "soak"\n'))
 GATE_FIX = 'un-ignore it, move the target to the contract lane, or mark a child its parent launches ' \
            '#[ignore = "invoked by …"]'
 BENCH_FIX = "declare it as a [[bench]] with harness = false under benches/"
@@ -160,14 +161,15 @@ UNDECLARED = "not a declared target; declare it in Cargo.toml and give it a lane
 # (rule, changes, project-defined lanes, expected violation or None for a clean census)
 CASES = [
     # -- every lane name is known ------------------------------------------------------------
-    pytest.param("unknown-lane", TOOLKIT, ("toolkit",), None, id="unknown-lane/pass-project-lane"),
+    pytest.param("unknown-lane", SOAK, ("soak",), None, id="unknown-lane/pass-project-lane"),
+    pytest.param("unknown-lane", TOOLKIT, (), None, id="unknown-lane/pass-toolkit-is-built-in"),
     pytest.param("unknown-lane", (replace("qual/lanes.toml", '"scan_parity" = "gate"', '"scan_parity" = "gtae"'),),
                  (), v("unknown-lane", "scan_parity",
                        'unknown lane "gtae" — did you mean "gate"? (qual/lanes.toml:5)'),
                  id="unknown-lane/fail-typo"),
-    pytest.param("unknown-lane", TOOLKIT, (),
-                 v("unknown-lane", "toolkit_ids", 'unknown lane "toolkit"; use one of host, gate, contract, record, '
-                   f'bench, qualification (qual/lanes.toml:{NEXT_ROW})'),
+    pytest.param("unknown-lane", SOAK, (),
+                 v("unknown-lane", "soak_ids", 'unknown lane "soak"; use one of host, gate, contract, record, '
+                   f'toolkit, bench, qualification (qual/lanes.toml:{NEXT_ROW})'),
                  id="unknown-lane/fail-undeclared-project-lane"),
     # -- no duplicate row ---------------------------------------------------------------------
     pytest.param("duplicate-row", (append("qual/lanes.toml", '# "arms" = "gate" (moved)\n'),), (), None,
@@ -235,14 +237,40 @@ CASES = [
     pytest.param("gate-ignore", (append("tests/arms.rs", '#[test]\n#[ignore = "needs a checkpoint"]\nfn x() {}\n'),),
                  (), None, id="gate-ignore/pass-invoked-by-and-contract-lane"),
     pytest.param("gate-ignore", (append("tests/scan_parity.rs", "\n#[test]\n#[ignore]\nfn slow() {}\n"),), (),
-                 v("gate-ignore", "scan_parity", f"tests/scan_parity.rs:14: #[ignore] in a gate-lane file hides a test "
+                 v("gate-ignore", "scan_parity", f"tests/scan_parity.rs:12: #[ignore] in a gate-lane file hides a test "
                    f"no lane would ever run; {GATE_FIX}"),
                  id="gate-ignore/fail-bare"),
     pytest.param("gate-ignore", (append("tests/scan_parity.rs", '#[test] #[ignore = "needs an H100"] fn big() {}\n'),),
                  (), v("gate-ignore", "scan_parity",
-                       'tests/scan_parity.rs:12: #[ignore = "needs an H100"] fn big() {} in '
+                       'tests/scan_parity.rs:10: #[ignore = "needs an H100"] fn big() {} in '
                        f"a gate-lane file hides a test no lane would ever run; {GATE_FIX}"),
                  id="gate-ignore/fail-with-reason"),
+    pytest.param("gate-ignore", (*TOOLKIT, append("tests/toolkit_ids.rs", "#[test]\n#[ignore]\nfn slow() {}\n")), (),
+                 v("gate-ignore", "toolkit_ids", "tests/toolkit_ids.rs:4: #[ignore] in a toolkit-lane file hides a test "
+                   f"no lane would ever run; {GATE_FIX}"),
+                 id="gate-ignore/fail-toolkit-lane"),
+    pytest.param("gate-ignore", (append("tests/scan_parity.rs", "// #[ignore] while the kernel is rewritten\n"),), (),
+                 v("gate-ignore", "scan_parity", "tests/scan_parity.rs:10: #[ignore] while the kernel is rewritten in a "
+                   f"gate-lane file hides a test no lane would ever run; {GATE_FIX}"),
+                 id="gate-ignore/fail-commented-like-the-crate"),
+    pytest.param("gate-ignore", (append("tests/scan_parity.rs", '#[test]\n#[ignore="invoked by parent"]\nfn c2() {}\n'),),
+                 (), v("gate-ignore", "scan_parity", 'tests/scan_parity.rs:11: #[ignore="invoked by parent"] in a '
+                       f"gate-lane file hides a test no lane would ever run; {GATE_FIX}"),
+                 id="gate-ignore/fail-no-space-like-the-crate"),
+    # -- no target points into internal/ (the archive) -------------------------------------------
+    pytest.param("archived", (), (), None, id="archived/pass"),
+    pytest.param("archived", (append("Cargo.toml", NEW_TEST.format(name="old_stand", path="internal/old_stand.rs")),
+                              put("internal/old_stand.rs", ""), append("qual/lanes.toml", '"old_stand" = "record"\n')),
+                 (), v("archived", "old_stand", "internal/old_stand.rs points into the archive (internal/); archived "
+                       "stands stay out of the manifest: drop the target (and its lane row)"),
+                 id="archived/fail-internal"),
+    # -- Cargo.toml declares at least one [[test]] or [[bench]] -----------------------------------
+    pytest.param("no-targets", (), (), None, id="no-targets/pass"),
+    pytest.param("no-targets", (put("Cargo.toml", CARGO.split("[[test]]")[0]), put("qual/lanes.toml", "[lanes]\n"),
+                                delete("tests/scan_parity.rs"), delete("tests/arms.rs"), delete("tests/host_shapes.rs"),
+                                delete("benches/throughput.rs"), delete("tools/qualification/board_probe.rs")), (),
+                 v("no-targets", "Cargo.toml", "declares no [[test]] or [[bench]]; declare the targets the lanes run"),
+                 id="no-targets/fail-none-declared"),
     # -- bench-lane targets are [[bench]] with harness = false under benches/ -------------------
     pytest.param("bench-layout", (), (), None, id="bench-layout/pass"),
     pytest.param("bench-layout", (replace("Cargo.toml", "harness = false\n", ""),), (),
@@ -273,7 +301,13 @@ CASES = [
                    "into the qualification lane, or drop the feature"),
                  id="qualification-layout/fail-feature-in-host-lane"),
     # -- other lanes (builtin and project-defined) live under tests/ ----------------------------
-    pytest.param("lane-layout", TOOLKIT, ("toolkit",), None, id="lane-layout/pass-project-lane-under-tests"),
+    pytest.param("lane-layout", SOAK, ("soak",), None, id="lane-layout/pass-project-lane-under-tests"),
+    pytest.param("lane-layout", TOOLKIT, (), None, id="lane-layout/pass-toolkit-under-tests"),
+    pytest.param("lane-layout", (append("Cargo.toml", NEW_TEST.format(name="toolkit_ids", path="src/toolkit_ids.rs")),
+                                 put("src/toolkit_ids.rs", ""), append("qual/lanes.toml", '"toolkit_ids" = "toolkit"\n')),
+                 (), v("lane-layout", "toolkit_ids",
+                       "in the toolkit lane but lives outside tests/ (src/toolkit_ids.rs); move it under tests/"),
+                 id="lane-layout/fail-toolkit-outside-tests"),
     pytest.param("lane-layout", (append("Cargo.toml", NEW_TEST.format(name="stray", path="src/stray_test.rs")),
                                  put("src/stray_test.rs", ""), append("qual/lanes.toml", 'stray = "gate"\n')), (),
                  v("lane-layout", "stray",
@@ -472,10 +506,9 @@ def test_command_targets_get_the_common_rules_only(tmp_path: Path) -> None:
         v("unassigned", "nopath", "no lane in lanes.toml (manifests/lanes.toml [target.nopath]); assign one in this "
           "commit"),
         v("stale-row", "old", 'lane row for a target that does not exist (lanes.toml:4); drop the row'),
+        # no shared-path: "alias" and "speed" may run from one file with switches (a cargo rule only)
         v("no-path", "nopath", "declared without a path (manifests/lanes.toml [target.nopath]); set the path of its "
           "source file"),
-        v("shared-path", "alias", 'shares bench.sh with "speed" (manifests/lanes.toml [target.speed]); give each '
-          "target its own file"),
         v("missing-file", "gone", "scripts/gone.sh does not exist (manifests/lanes.toml [target.gone]); add the file "
           "or fix the path"),
     ]

@@ -141,3 +141,44 @@ def test_a_secret_on_a_manifest_command_line_reaches_no_log_and_no_row(tinyinfer
     rows = {r["step"]: r for r in status(tinyinfer)}
     assert rows["argv"]["command"] == "echo '--token=***' --password '***'"
     assert rows["shell"]["command"] == "echo --api-key=*** && true"
+
+
+HEADER_ANCHOR = "#define TI_VERSION_PATCH 0"
+HEADER_PLANT = "static int relgate_planted_helper(void) { return 0; }"
+
+
+def test_a_header_warning_printed_once_per_file_is_one_place_counted_as_often_as_printed(
+        tinyinfer: Project) -> None:
+    header_line = tinyinfer.plant("include/tinyinfer.h", HEADER_ANCHOR, HEADER_PLANT)  # kernels_cpu.c and cli.c
+    tinyinfer.plant("src/kernels_cpu.c", ANCHOR, PLANT)
+    tinyinfer.commit("plant")
+    done = tinyinfer.nox("host")
+    assert done.returncode == 1
+    row = {r["step"]: r for r in status(tinyinfer)}["release-cpu"]
+    log = (tinyinfer.home / row["log_path"]).read_text()
+    assert log.count(f"include/tinyinfer.h:{header_line}:12: warning: ") == 2  # what gcc printed
+    assert row["verdict"] == "fail"
+    assert row["reason"].startswith("2 warnings at 2 places, 3 lines, first ")
+    assert row["warning_count"] == 2
+    printed = {w["file"]: w["printed"] for w in row["warnings"]}
+    assert printed == {"include/tinyinfer.h": 2, "src/kernels_cpu.c": 1}
+    assert "(printed 2 times)" in done.stdout
+
+
+def test_an_allow_rule_that_matched_nothing_is_stale_and_fails_the_run(tinyinfer: Project) -> None:
+    builds = tinyinfer.manifests / "builds.toml"
+    builds.write_text(builds.read_text().replace(
+        'run = "make cpu"\n',
+        'run = "make cpu"\n[[release.cpu.allow]]\npattern = "relgate_planted_unused"\n'
+        'reason = "kept for ABI, removed in 0.4"\n'))
+    done = tinyinfer.nox("host")  # nothing planted: the rule accepts nothing
+    assert done.returncode == 1, done.stdout
+    rows = {r["step"]: r for r in status(tinyinfer)}
+    assert rows["release-cpu"]["verdict"] == "pass"
+    assert rows["allow-rules"]["verdict"] == "fail"
+    log = (tinyinfer.home / rows["allow-rules"]["log_path"]).read_text()
+    assert "builds.toml: release.cpu.allow[0]: /relgate_planted_unused/ (kept for ABI, removed in 0.4): stale" in log
+    tinyinfer.plant("src/kernels_cpu.c", ANCHOR, PLANT)  # the warning it was written for is back
+    tinyinfer.nox("host")
+    rows = {r["step"]: r for r in status(tinyinfer)}
+    assert rows["release-cpu"]["verdict"] == "pass" and rows["allow-rules"]["verdict"] == "pass"

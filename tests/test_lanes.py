@@ -80,11 +80,13 @@ def test_reuse_rerun_keeps_passes_for_the_same_commit(rust: Project, tmp_path: P
     assert sorted(p.name for p in tmp_path.glob("*.json")) == ["contract.json", "gate.json", "host.json"]
     data = json.loads((tmp_path / "contract.json").read_text())
     assert data["session"] == "contract" and data["ok"] is True
-    assert all(s["reused_from"] for s in data["steps"]) and data["steps"]
-    assert all(s["reason"].startswith("reused: passed as step #") for s in data["steps"])
+    census, *targets = data["steps"]
+    assert census["step"] == "lane-census" and not census["reused_from"]  # in-process checks always run again
+    assert all(s["reused_from"] for s in targets) and targets
+    assert all(s["reason"].startswith("reused: passed as step #") for s in targets)
     suite = ET.parse(tmp_path / "contract.xml").getroot()
     assert suite.tag == "testsuite" and suite.get("failures") == "0"
-    assert {c.get("name") for c in suite.iter("testcase")} == {"scan_contract", "layout_contract"}
+    assert {c.get("name") for c in suite.iter("testcase")} == {"lane-census", "scan_contract", "layout_contract"}
     with ledger_of(rust) as ledger:
         reused = [r for r in ledger.steps() if r.reused_from]
         assert reused and all(ledger.evidence(step_id=r.id) or r.lane == "host" for r in reused)
@@ -138,7 +140,7 @@ def test_contract_lane_reports_every_red_and_runs_the_targets_after_them(scanker
     assert rows["layout_contract"]["verdict"] == "fail"
     assert rows["zz_after_contract"]["verdict"] == "pass"
     assert "planted red arm" in done.stdout  # the tail of each red target is shown
-    assert "1 pass, 2 fail" in done.stdout
+    assert "2 pass, 2 fail" in done.stdout  # the lane census, then the targets
     assert "red (2): scan_contract, layout_contract" in done.stdout
 
 

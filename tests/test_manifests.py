@@ -86,8 +86,10 @@ MALFORMED: list[tuple[str, str, str | bytes, str]] = [
      "project.name: expected a string, got the number 3"),
     ("project-empty-name", "project.toml", PROJECT_OK.replace('name = "p"', 'name = " "'),
      "project.name: must not be empty"),
-    ("project-missing-required", "project.toml", PROJECT_OK.replace('version = "1.0.0"\n', ""),
-     "project.version: missing (required)"),
+    ("project-missing-required", "project.toml", PROJECT_OK.replace('kind = "make"\n', "").replace('root = "."\n', ""),
+     "project.root: missing (required)"),
+    ("project-empty-version", "project.toml", PROJECT_OK.replace('version = "1.0.0"', 'version = ""'),
+     "project.version: must not be empty (leave it out when the project has no version)"),
     ("project-missing-table", "project.toml", "# nothing\n", "project: missing (required)"),
     ("project-unknown-key", "project.toml", PROJECT_OK + 'verison = "2"\n',
      'project.verison: unknown key — did you mean "version"?'),
@@ -167,6 +169,14 @@ MALFORMED: list[tuple[str, str, str | bytes, str]] = [
     ("check-option-on-release-check", "builds.toml",
      RELEASE_OK + '[[check]]\nname = "c"\nrelease = "cpu"\ntimeout = 5\n',
      "check[0].timeout: set it on the release target or matrix this check runs"),
+    ("expect-output-on-release-and-its-check", "builds.toml",
+     '[release.cpu]\nrun = "make"\nexpect_output = "a"\n[[check]]\nname = "c"\nrelease = "cpu"\nexpect_output = "b"\n',
+     "check[0].expect_output: release.cpu.expect_output is set already; keep one"),
+    ("produces-outside-the-project", "builds.toml", '[release.cpu]\nrun = "make"\nproduces = ["../x"]\n',
+     'release.cpu.produces[0]: "../x": a path or glob relative to the step\'s cwd, inside the project'),
+    ("produces-on-a-matrix-check", "builds.toml",
+     '[matrix.f]\nrun = "b {features}"\nfeatures = [""]\n[[check]]\nname = "c"\nmatrix = "f"\nproduces = ["x"]\n',
+     "check[0].produces: a matrix check takes no expect_output or produces"),
     ("duplicate-check-names", "builds.toml", '[[check]]\nname = "t"\nrun = "a"\n[[check]]\nname = "t"\nrun = "b"\n',
      'check[1].name: duplicate check name "t"'),
     ("empty-skip-reason", "builds.toml", '[[check]]\nname = "t"\nrun = "a"\nskip = ""\n',
@@ -511,3 +521,19 @@ def test_relgate_cli_module_runs_from_elsewhere(tinyinfer: Project, tmp_path: Pa
     )
     assert done.returncode == 2
     assert done.stderr == "relgate: manifests/builds.toml: release.cpu.timeout: must be a positive number of seconds\n"
+
+
+def test_a_project_without_a_changelog_or_a_version_validates(tmp_path: Path) -> None:
+    """The C engine keeps neither: both are optional; each default is documented in the README."""
+    from relgate.manifest.specs import parse_project
+
+    (tmp_path / "engine").mkdir()
+    path = tmp_path / "project.toml"
+    spec = parse_project({"project": {"name": "ds4", "root": "engine", "kind": "make"}}, path=path)
+    assert spec.version is None and spec.changelog is None and spec.evidence_env == "RELGATE_EVIDENCE"
+    (tmp_path / "engine" / "CHANGELOG.md").write_text("# changes\n")
+    spec = parse_project({"project": {"name": "ds4", "root": "engine", "kind": "make"}}, path=path)
+    assert spec.changelog == tmp_path / "engine" / "CHANGELOG.md"  # the default, when the project keeps one
+    with pytest.raises(ManifestError, match="project.changelog: .*NEWS.md does not exist"):
+        parse_project({"project": {"name": "ds4", "root": "engine", "kind": "make", "changelog": "NEWS.md"}},
+                      path=path)

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from relgate.core.errors import InputError
 from relgate.evidence.cells import Cell, EvidenceDiff, diff_cells, label, read_cells, render_capture
+from relgate.ledger.identity import ProjectIdentity
 from relgate.ledger.store import BaselineRow, EvidenceRow, Ledger
 from relgate.manifest.intentional import IntentionalChange
 from relgate.manifest.schema import display_path
@@ -37,9 +38,10 @@ class Capture:
     sources: tuple[EvidenceRow, ...]
 
 
-def captures_at(ledger: Ledger, commit: str) -> dict[str, Capture]:
-    """The commit's merged capture per board: clean-tree evidence if there is any, else dirty."""
-    rows = ledger.evidence(commit=commit)
+def captures_at(ledger: Ledger, commit: str, project_key: str) -> dict[str, Capture]:
+    """The project's merged capture per board at ``commit``: clean-tree evidence if there is
+    any, else dirty. Rows of other projects (and rows recorded before projects were) never count."""
+    rows = ledger.evidence(commit=commit, project_key=project_key)
     clean = [r for r in rows if not r.dirty]
     rows = clean or rows
     latest: dict[tuple[str, str | None, str | None], EvidenceRow] = {}
@@ -55,11 +57,11 @@ def captures_at(ledger: Ledger, commit: str) -> dict[str, Capture]:
     return out
 
 
-def accept(ledger: Ledger, *, commit: str, release: str) -> list[BaselineRow]:
-    """Store the commit's clean captures as the accepted baseline of ``release``, per board."""
-    captures = captures_at(ledger, commit)
+def accept(ledger: Ledger, *, commit: str, release: str, project: ProjectIdentity) -> list[BaselineRow]:
+    """Store the project's clean captures at ``commit`` as the accepted baseline of ``release``, per board."""
+    captures = captures_at(ledger, commit, project.key)
     if not captures:
-        raise InputError(f"commit {commit[:12]}: no evidence recorded; run the lanes first")
+        raise InputError(f"commit {commit[:12]}: no evidence recorded for {project.describe()}; run the lanes first")
     dirty = sorted(b for b, cap in captures.items() if cap.dirty)
     if dirty:
         raise InputError(f"commit {commit[:12]}: evidence only from a dirty tree ({', '.join(dirty)}); "
@@ -68,7 +70,7 @@ def accept(ledger: Ledger, *, commit: str, release: str) -> list[BaselineRow]:
     for board, cap in sorted(captures.items()):
         sha, path = ledger.store_blob(render_capture(cap.cells).encode("utf-8"), kind="baseline", suffix=".cells")
         rows.append(dict(release=release, board=board, commit_sha=commit, sha256=sha, path=path,
-                         cells=len(cap.cells)))
+                         cells=len(cap.cells), project_key=project.key))
     return ledger.add_baselines(rows)
 
 
@@ -131,22 +133,23 @@ class EvidenceReport:
                 for c in self.stale]
 
 
-def _last_baselines(ledger: Ledger, commit: str) -> dict[str, BaselineRow]:
+def _last_baselines(ledger: Ledger, commit: str, project_key: str) -> dict[str, BaselineRow]:
     """Per board, the last accepted baseline of another commit (the previous release); a board
     whose only baseline is this very commit is compared with it."""
     latest_any: dict[str, BaselineRow] = {}
     latest_other: dict[str, BaselineRow] = {}
-    for row in ledger.baselines():  # in id order: later acceptances win
+    for row in ledger.baselines(project_key=project_key):  # in id order: later acceptances win
         latest_any[row.board] = row
         if row.commit_sha != commit:
             latest_other[row.board] = row
     return {**latest_any, **latest_other}
 
 
-def check(ledger: Ledger, *, commit: str, changes: Sequence[IntentionalChange],
+def check(ledger: Ledger, *, commit: str, project: ProjectIdentity, changes: Sequence[IntentionalChange],
           intentional_path: Path | None = None) -> EvidenceReport:
-    captures = captures_at(ledger, commit)
-    baselines = _last_baselines(ledger, commit)
+    """The project's captures at ``commit`` against its last accepted baselines, per board."""
+    captures = captures_at(ledger, commit, project.key)
+    baselines = _last_baselines(ledger, commit, project.key)
     used: set[int] = set()
     boards = []
     for board in sorted(set(captures) | set(baselines)):

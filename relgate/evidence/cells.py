@@ -11,9 +11,10 @@ File rules (a *capture*):
   at the start; LF or CRLF line ends.
 - A line that starts with ``#`` is a comment; an empty line, or one of spaces only (no
   tab), is blank; both are skipped.
-- Every other line is a row of exactly four tab-separated fields. ``suite``, ``arm`` and
-  ``key`` must be non-empty; ``value`` may be empty; no field holds a tab. Fields are
-  kept exactly as written (no trimming).
+- Every other line is a row: ``suite``, ``arm`` and ``key`` up to the third tab, and the
+  value is *everything after the third tab* — tabs inside it are data, as the crate's own
+  evidence diff reads it. ``suite``, ``arm`` and ``key`` must be non-empty (relgate is
+  stricter there); ``value`` may be empty. Fields are kept exactly as written (no trimming).
 - The last write of a ``(suite, arm, key)`` wins.
 
 A malformed row or invalid UTF-8 raises :class:`~relgate.errors.InputError` naming
@@ -135,8 +136,9 @@ def _as_cell(key: Any) -> Cell:
 
 
 def _split_line(line: str) -> tuple[str, str]:
-    key, _, value = line.rpartition("\t")
-    return key, value
+    """A row's ``("suite\tarm\tkey", value)``: the value is everything after the third tab."""
+    suite, arm, key, value = line.split("\t", 3)
+    return f"{suite}\t{arm}\t{key}", value
 
 
 def _pair(row: tuple[Any, str]) -> tuple[Any, str]:
@@ -187,7 +189,7 @@ class _Side:
             return dict(
                 zip(
                     map(tuple, map(str.split, self.keys, repeat("\t"))),
-                    map(itemgetter(2), map(str.rpartition, self.rows, repeat("\t"))),
+                    map(itemgetter(3), map(str.split, self.rows, repeat("\t"), repeat(3))),
                 )
             )
 
@@ -229,7 +231,7 @@ def _parse_reference(text: str, source: str) -> _Side:
     for lineno, line in enumerate(text.split("\n"), 1):
         if _is_skipped(line):
             continue
-        fields = line.split("\t")
+        fields = line.split("\t", 3)  # the value is everything after the third tab
         if len(fields) != 4:
             raise InputError(
                 f"{source}:{lineno}: malformed evidence row: {_EXPECTED}, "
@@ -241,7 +243,7 @@ def _parse_reference(text: str, source: str) -> _Side:
                     f"{source}:{lineno}: malformed evidence row: {_EXPECTED}, "
                     f"got an empty {name}"
                 )
-        lines[line[: line.rindex("\t")]] = line
+        lines["\t".join(fields[:3])] = line
     return _Side.of_lines(list(lines), list(lines.values()), lines.keys())
 
 
@@ -275,7 +277,7 @@ def _parse_text(text: str, source: str) -> _Side:
         and set(map(str.count, lines, repeat("\t"))) == {3}
     ):
         return _side_from_rows(lines)
-    return _parse_reference(text, source)  # raises, naming the first bad line
+    return _parse_reference(text, source)  # rows with tabs in values; a bad row: names the first bad line
 
 
 def _parse_bytes(data: bytes, source: str) -> _Side:
@@ -371,9 +373,11 @@ def _check_writable(cell: Cell, value: str) -> str | None:
     for name, field in zip(_FIELD_NAMES, cell):
         if not field:
             return f"empty {name}"
-    for name, field in zip((*_FIELD_NAMES, "value"), (*cell, value)):
+    for name, field in zip(_FIELD_NAMES, cell):
         if "\t" in field or "\n" in field:
             return f"{name} {field!r} holds a tab or a newline"
+    if "\n" in value:  # a tab in a value is data: it reads back as written
+        return f"value {value!r} holds a newline"
     if cell[0].startswith("#"):
         return f"suite {cell[0]!r} would read as a comment"
     if value.endswith("\r"):

@@ -8,6 +8,8 @@ first one.
 
 Rules, in the order they are reported (``RULES``):
 
+``no-targets`` (cargo)
+    Cargo.toml declares at least one ``[[test]]`` or ``[[bench]]``.
 ``unknown-lane``
     every lane name is known (with a did-you-mean).
 ``duplicate-row``
@@ -16,12 +18,16 @@ Rules, in the order they are reported (``RULES``):
     every declared target has a lane ("assign one in this commit").
 ``stale-row``
     a lane row names a declared target ("drop the row").
-``no-name``, ``no-path``, ``duplicate-name``, ``shared-path``, ``missing-file``
-    each target has a name and a path, no two targets share a name or a path, the file
+``no-name``, ``no-path``, ``duplicate-name``, ``shared-path`` (cargo), ``missing-file``
+    each target has a name and a path, no two targets share a name (nor, in a crate, a
+    path: make and python targets may run from one source file with switches), the file
     exists.
+``archived`` (cargo)
+    no target points into ``internal/`` (the maintainers' archive).
 ``gate-ignore`` (cargo)
-    a gate-lane file holds no ``#[ignore`` attribute unless it is
-    ``#[ignore = "invoked by …"]`` (a child test its parent launches).
+    a gate- or toolkit-lane file holds no line with ``#[ignore`` unless the line holds
+    ``= "invoked by`` (a child test its parent launches) — line by line, as the crate's
+    own census reads it.
 ``bench-layout`` (cargo)
     bench-lane targets are ``[[bench]]`` with ``harness = false`` under ``benches/``.
 ``qualification-layout`` (cargo)
@@ -68,6 +74,7 @@ __all__ = [
 ]
 
 RULES = (
+    "no-targets",
     "unknown-lane",
     "duplicate-row",
     "unassigned",
@@ -77,6 +84,7 @@ RULES = (
     "duplicate-name",
     "shared-path",
     "missing-file",
+    "archived",
     "gate-ignore",
     "bench-layout",
     "qualification-layout",
@@ -84,7 +92,11 @@ RULES = (
     "undeclared-file",
 )
 #: The rules that apply only to cargo projects.
-RUST_RULES = ("gate-ignore", "bench-layout", "qualification-layout", "lane-layout", "undeclared-file")
+RUST_RULES = ("no-targets", "shared-path", "archived", "gate-ignore", "bench-layout", "qualification-layout", "lane-layout",
+              "undeclared-file")
+#: Lanes whose files may hold no bare ``#[ignore`` (a test no lane would ever run).
+NO_IGNORE_LANES = ("gate", "toolkit")
+ARCHIVE_DIR = "internal/"
 
 TESTS_DIR = "tests/"
 BENCHES_DIR = "benches/"
@@ -103,7 +115,11 @@ class Violation:
 
 _Report = Callable[[str, str, str], None]  # (rule, target, message)
 
-_IGNORE_ATTR = re.compile(r"""^\s*(?:#\[[^\]]*\]\s*)*(#\[ignore\b(?!\s*=\s*"invoked by).*)$""")
+# The crate's own census reads lines, not attributes: a line holding ``#[ignore`` is a
+# violation unless it also holds ``= "invoked by``. relgate matches it the same way (so a
+# commented-out ``// #[ignore]`` counts too, as it does there).
+_IGNORE = "#[ignore"
+_INVOKED_BY = '= "invoked by'
 
 
 def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: LanesFile,
@@ -172,9 +188,9 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
             listed = "; ".join(_describe(t) for t in group)
             report("duplicate-name", name,
                    f"declared {len(group)} times ({listed}); give each target its own name")
-    # shared-path
+    # shared-path (a crate's rule: make and python targets may share a file, run with switches)
     first_by_path: dict[str, Target] = {}
-    for target in scoped:
+    for target in scoped if rust else ():
         if target.path is None:
             continue
         first = first_by_path.setdefault(target.path, target)
@@ -188,6 +204,14 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
             report("missing-file", _label(target),
                    f"{target.path} {what} ({target.origin or 'no origin'}); add the file or fix the path")
     if rust:
+        for target in scoped:  # archived
+            if target.path is not None and target.path.startswith(ARCHIVE_DIR):
+                report("archived", _label(target),
+                       f"{target.path} points into the archive ({ARCHIVE_DIR}); archived stands stay out of the "
+                       "manifest: drop the target (and its lane row)")
+        if not any(t.kind in ("test", "bench") and not t.auto for t in targets):
+            report("no-targets", "Cargo.toml",
+                   "declares no [[test]] or [[bench]]; declare the targets the lanes run")
         _rust_rules(root, scoped, rows_by_target, known, report)
         _undeclared_files(root, targets, report)
     return _ordered(found)
@@ -201,16 +225,16 @@ def _rust_rules(root: Path, scoped: Sequence[Target], rows_by_target: Mapping[st
     for target in scoped:
         rows = rows_by_target.get(target.name or "", [])
         if target.name and target.path is not None and len({row.lane for row in rows}) == 1 \
-                and rows[0].lane in known:
+                and rows[0].lane in known and not target.path.startswith(ARCHIVE_DIR):  # archived: drop it, that is all
             checked.append((target, target.name, target.path, rows[0].lane))
 
     for _target, name, path, lane in checked:  # gate-ignore
-        if lane == "gate" and (root / path).is_file():
+        if lane in NO_IGNORE_LANES and (root / path).is_file():
             for number, line in _source_lines(root / path):
-                match = _IGNORE_ATTR.match(line)
-                if match:
+                if _IGNORE in line and _INVOKED_BY not in line:
+                    shown = line[line.index(_IGNORE):].strip()
                     report("gate-ignore", name,
-                           f"{path}:{number}: {match.group(1).strip()} in a gate-lane file hides a test no "
+                           f"{path}:{number}: {shown} in a {lane}-lane file hides a test no "
                            "lane would ever run; un-ignore it, move the target to the contract lane, or "
                            'mark a child its parent launches #[ignore = "invoked by …"]')
     for target, name, path, lane in checked:  # bench-layout

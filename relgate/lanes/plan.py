@@ -10,7 +10,7 @@ Lane modes:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from relgate.core.errors import InputError
 from relgate.manifest.lanes import LaneDef, LanesSpec, TargetOptions
@@ -60,8 +60,9 @@ def target_command(project: ProjectSpec, target: Target, lane: LaneDef, opts: Ta
 
 
 def plan_lane(project: ProjectSpec, spec: LanesSpec, lane: str, *, names: Sequence[str] = (),
-              hosts: Sequence[Host] = ()) -> list[PlannedStep]:
-    """The steps of one lane run; ``names`` picks targets (required for named/per-board lanes)."""
+              hosts: Sequence[Host] = (), other_names: Collection[str] = ()) -> list[PlannedStep]:
+    """The steps of one lane run; ``names`` picks targets (required for named/per-board lanes).
+    ``other_names`` are names that select something else (host checks), not typos."""
     if lane not in spec.lanes:
         raise InputError(f"no lane {lane!r}{did_you_mean(lane, spec.lanes)}")
     lane_def = spec.lanes[lane]
@@ -70,7 +71,7 @@ def plan_lane(project: ProjectSpec, spec: LanesSpec, lane: str, *, names: Sequen
         # Names pick targets within each lane, so `nox -s host gate -- scan_parity` works;
         # a name no lane has is a typo.
         assigned = spec.assignments
-        bad = [n for n in names if n not in assigned]
+        bad = [n for n in names if n not in assigned and n not in other_names]
         if bad:
             here = ", ".join(t.name for t in targets if t.name) or "none"
             raise InputError(f"{lane}: no target {bad[0]!r} in any lane{did_you_mean(bad[0], assigned)} "

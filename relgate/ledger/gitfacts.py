@@ -13,7 +13,7 @@ from pathlib import Path
 
 from relgate.core.errors import InputError
 
-__all__ = ["GitFacts", "read_git_facts", "tree_is_dirty"]
+__all__ = ["GitFacts", "read_git_facts", "tree_is_dirty", "resolve_commit", "git_ignores"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,3 +64,18 @@ def read_git_facts(path: Path) -> GitFacts:
         raise InputError(f"{path}: git rev-parse gave {commit!r}, not a commit")
     return GitFacts(commit=commit, branch=None if branch == "HEAD" else branch, dirty=tree_is_dirty(Path(toplevel)),
                     toplevel=Path(toplevel))
+
+
+def resolve_commit(path: Path, ref: str) -> str:
+    """The full sha ``ref`` (a short sha, a branch, a tag) names in the repository holding
+    ``path``; anything that names no commit is bad input."""
+    done = _git(path, "rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    sha = done.stdout.strip()
+    if done.returncode != 0 or len(sha) != 40:
+        raise InputError(f"--commit {ref}: names no commit in {path}")
+    return sha
+
+
+def git_ignores(toplevel: Path, path: Path) -> bool:
+    """Whether git ignores ``path`` in the work tree at ``toplevel`` (``git check-ignore``)."""
+    return _git(toplevel, "check-ignore", "-q", "--", str(path)).returncode == 0

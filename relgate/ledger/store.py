@@ -27,10 +27,11 @@ from typing import Any
 
 from relgate.core.errors import InputError
 from relgate.core.verdict import Verdict
+from relgate.ledger.identity import ProjectIdentity
 
 __all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON"]
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 UNFINISHED_REASON = "never finished: relgate stopped before the step ended"
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -119,6 +120,15 @@ _MIGRATIONS: tuple[str, ...] = (
     );
     CREATE INDEX baselines_by_board ON baselines(board, id);
     """,
+    # 4: the project a row belongs to (relgate.ledger.identity); rows written before stay
+    # NULL: readable, never matched by a reuse, an evidence merge or a baseline lookup.
+    """
+    ALTER TABLE runs ADD COLUMN project_key TEXT;
+    ALTER TABLE steps ADD COLUMN project_key TEXT;
+    ALTER TABLE evidence ADD COLUMN project_key TEXT;
+    ALTER TABLE baselines ADD COLUMN project_key TEXT;
+    CREATE INDEX steps_by_project ON steps(project_key, commit_sha);
+    """,
 )
 
 
@@ -139,6 +149,7 @@ class RunRow:
     started: str
     finished: str | None
     outcome: str | None
+    project_key: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,10 +180,19 @@ class StepRow:
     log_sha256: str | None
     tail: str | None
     reused_from: int | None = None
+    project_key: str | None = None  # see relgate.ledger.identity; None: written before projects were recorded
+
+    @property
+    def project(self) -> ProjectIdentity | None:
+        return ProjectIdentity.from_key(self.project_key)
 
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["verdict"] = self.verdict.value
+        ident = self.project
+        out["project"] = None if ident is None else {"name": ident.name, "root": ident.root,
+                                                     "manifests": ident.manifests}
+        del out["project_key"]
         return out
 
 
@@ -191,6 +211,7 @@ class EvidenceRow:
     sha256: str
     path: str
     created: str
+    project_key: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -203,6 +224,7 @@ class BaselineRow:
     path: str
     cells: int
     accepted: str
+    project_key: str | None = None
 
 
 class Ledger:
@@ -267,14 +289,15 @@ class Ledger:
 
     # -- runs --------------------------------------------------------------------------
     def begin_run(self, *, session: str, argv: Sequence[str], project: str, project_root: Path,
-                  commit: str, branch: str | None, dirty: bool) -> str:
+                  commit: str, branch: str | None, dirty: bool, identity: ProjectIdentity | None = None) -> str:
+        """A new run; its steps (and their evidence) carry ``identity``, the project they belong to."""
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
         with self._tx():
             self._conn.execute(
-                "INSERT INTO runs (id, session, argv, project, project_root, commit_sha, branch, dirty, started)"
-                " VALUES (?,?,?,?,?,?,?,?,?)",
+                "INSERT INTO runs (id, session, argv, project, project_root, commit_sha, branch, dirty, started,"
+                " project_key) VALUES (?,?,?,?,?,?,?,?,?,?)",
                 (run_id, session, json.dumps(list(argv)), project, str(project_root), commit, branch,
-                 int(dirty), _now()),
+                 int(dirty), _now(), identity.key if identity else None),
             )
         return run_id
 
@@ -290,11 +313,11 @@ class Ledger:
         with self._tx():
             cur = self._conn.execute(
                 "INSERT INTO steps (run_id, session, step, lane, target, host, board, driver, toolkit,"
-                " commit_sha, dirty, command, cwd, env, started, verdict, reason, log_path)"
-                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+                " commit_sha, dirty, command, cwd, env, started, verdict, reason, log_path, project_key)"
+                " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,(SELECT project_key FROM runs WHERE id = ?))",
                 (run_id, session, step, lane, target, host, board, driver, toolkit, commit, int(dirty),
-                 command, cwd, json.dumps(dict(env), sort_keys=True), _now(), Verdict.ERROR.value,
-                 UNFINISHED_REASON, self._rel(log_path)),
+                 command, cwd, _env_json(env), _now(), Verdict.ERROR.value,
+                 UNFINISHED_REASON, self._rel(log_path), run_id),
             )
         return int(cur.lastrowid)
 
@@ -320,8 +343,14 @@ class Ledger:
         self.finish_step(step_id, exit_code=None, duration=0.0, **finish)
         return step_id
 
-    def steps(self, *, commit: str | None = None, run_id: str | None = None) -> list[StepRow]:
+    def steps(self, *, commit: str | None = None, run_id: str | None = None,
+              project: str | None = None) -> list[StepRow]:
+        """Step rows, oldest first; ``project`` keeps those of the projects with that name."""
         where, args = [], []
+        if project is not None:
+            prefix = ProjectIdentity.name_prefix(project)
+            where.append("substr(project_key, 1, ?) = ?")
+            args += [len(prefix), prefix]
         if commit is not None:
             where.append("commit_sha = ?")
             args.append(commit)
@@ -336,12 +365,18 @@ class Ledger:
         return [RunRow(**{**dict(r), "dirty": bool(r["dirty"])})
                 for r in self._conn.execute(sql, (commit,) if commit else ())]
 
-    def reusable_pass(self, *, commit: str, session: str, step: str, host: str, command: str) -> StepRow | None:
-        """The latest pass of this exact step (same commit, host, command) on a clean tree."""
+    def reusable_pass(self, *, run_id: str, commit: str, session: str, step: str, host: str, command: str,
+                      env: Mapping[str, str], board: str | None, driver: str | None,
+                      toolkit: str | None) -> StepRow | None:
+        """The latest pass of this exact step on a clean tree: same project (the one of run
+        ``run_id``), commit, command, env, host and host facts. Rows without a project never match."""
         row = self._conn.execute(
-            "SELECT * FROM steps WHERE commit_sha = ? AND session = ? AND step = ? AND host = ? AND command = ?"
-            " AND dirty = 0 AND verdict = ? ORDER BY id DESC LIMIT 1",
-            (commit, session, step, host, command, Verdict.PASS.value)).fetchone()
+            "SELECT * FROM steps WHERE project_key = (SELECT project_key FROM runs WHERE id = ?)"
+            " AND commit_sha = ? AND session = ? AND step = ? AND host = ? AND command = ? AND env = ?"
+            " AND board IS ? AND driver IS ? AND toolkit IS ? AND dirty = 0 AND verdict = ?"
+            " ORDER BY id DESC LIMIT 1",
+            (run_id, commit, session, step, host, command, _env_json(env), board, driver, toolkit,
+             Verdict.PASS.value)).fetchone()
         return None if row is None else _step_row(row)
 
     def reuse_step(self, *, run_id: str, original: StepRow) -> int:
@@ -351,16 +386,17 @@ class Ledger:
             cur = self._conn.execute(
                 "INSERT INTO steps (run_id, session, step, lane, target, host, board, driver, toolkit, commit_sha,"
                 " dirty, command, cwd, env, started, duration, exit_code, verdict, reason, warning_count, warnings,"
-                " log_path, log_sha256, tail, reused_from)"
+                " log_path, log_sha256, tail, reused_from, project_key)"
                 " SELECT ?, session, step, lane, target, host, board, driver, toolkit, commit_sha, dirty, command,"
-                " cwd, env, ?, 0, exit_code, verdict, ?, warning_count, warnings, log_path, log_sha256, tail, ?"
-                " FROM steps WHERE id = ?",
+                " cwd, env, ?, 0, exit_code, verdict, ?, warning_count, warnings, log_path, log_sha256, tail, ?,"
+                " project_key FROM steps WHERE id = ?",
                 (run_id, _now(), f"reused: passed as step #{source}", source, source))
             new_id = int(cur.lastrowid)
             self._conn.execute(
                 "INSERT INTO evidence (step_id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
-                " sha256, path, created) SELECT ?, ?, commit_sha, dirty, host, board, toolkit, lane, target,"
-                " sha256, path, ? FROM evidence WHERE step_id = ?", (new_id, run_id, _now(), source))
+                " sha256, path, created, project_key) SELECT ?, ?, commit_sha, dirty, host, board, toolkit, lane,"
+                " target, sha256, path, ?, project_key FROM evidence WHERE step_id = ?",
+                (new_id, run_id, _now(), source))
         return new_id
 
     # -- evidence --------------------------------------------------------------------------
@@ -378,8 +414,8 @@ class Ledger:
         with self._tx():
             cur = self._conn.execute(
                 "INSERT INTO evidence (step_id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
-                " sha256, path, created) SELECT id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
-                " ?, ?, ? FROM steps WHERE id = ?", (sha, path, _now(), step_id))
+                " sha256, path, created, project_key) SELECT id, run_id, commit_sha, dirty, host, board, toolkit,"
+                " lane, target, ?, ?, ?, project_key FROM steps WHERE id = ?", (sha, path, _now(), step_id))
             row_id = int(cur.lastrowid)
         return self.evidence(row_id=row_id)[0]
 
@@ -399,25 +435,30 @@ class Ledger:
         return sha, str(self._rel(final))
 
     def add_baselines(self, rows: Sequence[Mapping[str, Any]]) -> list[BaselineRow]:
-        """Record accepted baselines (release, board, commit_sha, sha256, path, cells) at once."""
+        """Record accepted baselines (release, board, commit_sha, sha256, path, cells, project_key) at once."""
         ids = []
         with self._tx():
             for r in rows:
                 cur = self._conn.execute(
-                    "INSERT INTO baselines (release, board, commit_sha, sha256, path, cells, accepted)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    (r["release"], r["board"], r["commit_sha"], r["sha256"], r["path"], r["cells"], _now()))
+                    "INSERT INTO baselines (release, board, commit_sha, sha256, path, cells, accepted, project_key)"
+                    " VALUES (?,?,?,?,?,?,?,?)",
+                    (r["release"], r["board"], r["commit_sha"], r["sha256"], r["path"], r["cells"], _now(),
+                     r["project_key"]))
                 ids.append(int(cur.lastrowid))
         return [b for b in self.baselines() if b.id in ids]
 
-    def baselines(self, *, board: str | None = None) -> list[BaselineRow]:
-        sql = "SELECT * FROM baselines" + (" WHERE board = ?" if board else "") + " ORDER BY id"
-        return [BaselineRow(**dict(r)) for r in self._conn.execute(sql, (board,) if board else ())]
+    def baselines(self, *, board: str | None = None, project_key: str | None = None) -> list[BaselineRow]:
+        """Accepted baselines, oldest first; with ``project_key``, only that project's."""
+        where, args = _where((("board", board), ("project_key", project_key)))
+        return [BaselineRow(**dict(r)) for r in self._conn.execute(f"SELECT * FROM baselines{where} ORDER BY id",
+                                                                   args)]
 
     def evidence(self, *, commit: str | None = None, row_id: int | None = None,
-                 step_id: int | None = None) -> list[EvidenceRow]:
+                 step_id: int | None = None, project_key: str | None = None) -> list[EvidenceRow]:
+        """Evidence index rows; with ``project_key``, only that project's (rows without one never match)."""
         where, args = [], []
-        for column, value in (("commit_sha", commit), ("id", row_id), ("step_id", step_id)):
+        for column, value in (("commit_sha", commit), ("id", row_id), ("step_id", step_id),
+                              ("project_key", project_key)):
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
@@ -469,6 +510,15 @@ def _step_row(r: sqlite3.Row) -> StepRow:
     d["env"] = json.loads(d["env"] or "{}")
     d["warnings"] = json.loads(d["warnings"] or "[]")
     return StepRow(**d)
+
+
+def _env_json(env: Mapping[str, str]) -> str:
+    return json.dumps(dict(env), sort_keys=True)
+
+
+def _where(pairs: Sequence[tuple[str, Any]]) -> tuple[str, list[Any]]:
+    kept = [(column, value) for column, value in pairs if value is not None]
+    return ((" WHERE " + " AND ".join(f"{c} = ?" for c, _ in kept)) if kept else ""), [v for _, v in kept]
 
 
 def _safe(name: str) -> str:

@@ -34,7 +34,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 __all__ = ["BUILTIN_LANES", "LANE_MODES", "LaneRow", "LanesFile", "LaneDef", "TargetOptions", "LanesSpec",
            "BUILTIN_LANE_DEFS", "read_lanes_file", "load_lanes"]
 
-BUILTIN_LANES = ("host", "gate", "contract", "record", "bench", "qualification")
+BUILTIN_LANES = ("host", "gate", "contract", "record", "toolkit", "bench", "qualification")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -148,6 +148,8 @@ BUILTIN_LANE_DEFS: Mapping[str, LaneDef] = {
                         description="each target's ignored arms; every target runs, every red is listed"),
     "record": LaneDef(name="record", mode="named",
                       description="lists the record commands; runs only the targets named after --, one at a time"),
+    "toolkit": LaneDef(name="toolkit", mode="all",
+                       description="the toolkit's own tests (gate-like: every target must pass, no bare #[ignore)"),
     "bench": LaneDef(name="bench", mode="timing",
                      description="runs the benches and keeps their timings; no verdict on the numbers"),
     "qualification": LaneDef(name="qualification", mode="per-board",

@@ -20,6 +20,17 @@ class RunOptions:
     reuse: bool = False
     report: Path | None = None
     junit: Path | None = None
+    list_only: bool = False  # --list: list a lane's targets, run nothing
+
+    def check_shared_reports(self, sessions: int) -> None:
+        """With several sessions in one invocation, a report without ``{session}`` in its name
+        would be overwritten by each: bad usage."""
+        if sessions < 2:
+            return
+        for flag, path in (("--report", self.report), ("--junit", self.junit)):
+            if path is not None and "{session}" not in str(path):
+                raise InputError(f"{flag} {path}: {sessions} sessions would each overwrite it; put {{session}} in "
+                                 f"the name (e.g. {flag} 'out/{{session}}{path.suffix or '.xml'}')")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -37,13 +48,16 @@ def add_run_options(p: argparse.ArgumentParser, *, names: bool = True) -> None:
     p.add_argument("--junit", type=Path, metavar="FILE.xml",
                    help="write a JUnit XML report ({session} in the name: one file per session)")
     if names:
+        p.add_argument("--list", dest="list_only", action="store_true",
+                       help="list the lane's targets and their commands; run nothing")
         p.add_argument("names", nargs="*", metavar="TARGET", help="run only these targets")
 
 
 def options_from(ns: argparse.Namespace, environ: Mapping[str, str] = os.environ) -> RunOptions:
     flag = environ.get("RELGATE_REQUIRE_ALL", "").strip().lower() in ("1", "true", "yes")
     return RunOptions(names=tuple(getattr(ns, "names", ()) or ()), require_all=ns.require_all or flag,
-                      reuse=ns.reuse, report=ns.report, junit=ns.junit)
+                      reuse=ns.reuse, report=ns.report, junit=ns.junit,
+                      list_only=bool(getattr(ns, "list_only", False)))
 
 
 def parse_run_options(argv: Sequence[str], *, prog: str, names: bool = True,

@@ -43,6 +43,7 @@ class AllowRule:
 
     pattern: str
     reason: str
+    where: str = field(default="", compare=False)  # "manifests/builds.toml: release.cpu.allow[0]", for messages
 
     def __post_init__(self) -> None:
         _validate_rule(self.pattern, self.reason, "allow rule")
@@ -55,7 +56,7 @@ class AllowRule:
         a problem is reported as ``"<where>.pattern: bad regex ..."``.
         """
         _validate_rule(pattern, reason, where)
-        return cls(pattern=pattern, reason=reason)
+        return cls(pattern=pattern, reason=reason, where=where)
 
     def matches(self, warning: _Described) -> bool:
         """Whether this rule accepts ``warning``."""
@@ -94,8 +95,8 @@ class ProjectSpec:
     name: str
     root: Path
     kind: str
-    version: str
-    changelog: Path
+    version: str | None  # None: the project has no version (a C engine often has none)
+    changelog: Path | None  # None: no changelog (project.changelog unset and no CHANGELOG.md at the root)
     evidence_env: str
     source: Path
     lanes: Path | None = None  # the project's own lanes file (``qual/lanes.toml``), if it keeps one
@@ -122,6 +123,8 @@ class ReleaseTarget:
     clean: CommandSpec | None
     run: CommandSpec
     options: StepOptions
+    expect_output: str | None = None  # a regex the build's output must match
+    produces: tuple[str, ...] = ()  # globs (relative to cwd) that must exist, newer than the step's start
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -162,6 +165,7 @@ class Check:
     matrix: str | None = None
     builtin: str | None = None
     expect_output: str | None = None
+    produces: tuple[str, ...] = ()
     options: StepOptions
 
 
@@ -203,12 +207,14 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
     table = c.get(data, "", "project", dict, {})
     # No [project] table (or not a table): that one problem, not one per missing key.
     c.keys(table, "project", _PROJECT_KEYS,
-           required=("name", "root", "kind", "version") if isinstance(data.get("project"), dict) else ())
+           required=("name", "root", "kind") if isinstance(data.get("project"), dict) else ())
     name = c.get(table, "project", "name", str, "")
     root_text = c.get(table, "project", "root", str, "")
     kind = c.choice(table, "project", "kind", PROJECT_KINDS, default="make")
-    version = c.get(table, "project", "version", str, "")
-    changelog = c.get(table, "project", "changelog", str, "CHANGELOG.md")
+    version = c.get(table, "project", "version", str)
+    if version is not None and not version.strip():
+        c.problem("project.version", "must not be empty (leave it out when the project has no version)")
+    changelog = c.get(table, "project", "changelog", str)
     evidence_env = c.get(table, "project", "evidence_env", str, "RELGATE_EVIDENCE")
     if isinstance(table.get("name"), str) and not name.strip():
         c.problem("project.name", "must not be empty")
@@ -217,14 +223,17 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
     root = (Path(path).parent / root_text).resolve() if root_text else Path(path).parent
     if root_text and not root.is_dir():
         c.problem("project.root", f"{root} does not exist" if not root.exists() else f"{root} is not a directory")
-    elif root_text and changelog and not (root / changelog).is_file():
+    elif root_text and changelog is not None and not (root / changelog).is_file():
         c.problem("project.changelog", f"{root / changelog} does not exist")
+    if changelog is None and (root / "CHANGELOG.md").is_file():
+        changelog = "CHANGELOG.md"  # the default, when the project keeps one
     lanes = c.get(table, "project", "lanes", str)
     if lanes is not None and root.is_dir() and not (root / lanes).is_file():
         c.problem("project.lanes", f"{root / lanes} does not exist")
     c.raise_if_problems()
-    return ProjectSpec(name=name, root=root, kind=kind or "make", version=version,
-                       changelog=root / changelog, evidence_env=evidence_env, source=Path(path),
+    return ProjectSpec(name=name, root=root, kind=kind or "make", version=version or None,
+                       changelog=root / changelog if changelog else None, evidence_env=evidence_env,
+                       source=Path(path),
                        lanes=root / lanes if lanes else None)
 
 
@@ -297,6 +306,26 @@ def _command(c: Checker, table: Mapping[str, Any], prefix: str, key: str, shell:
     return CommandSpec(argv=tuple(argv))
 
 
+_OUTPUT_KEYS = ("expect_output", "produces")
+
+
+def _outputs(c: Checker, table: Mapping[str, Any], prefix: str) -> tuple[str | None, tuple[str, ...]]:
+    """``expect_output`` (a regex the output must match) and ``produces`` (relative globs)."""
+    expect = c.get(table, prefix, "expect_output", str)
+    if expect is not None:
+        try:
+            re.compile(expect)
+        except re.error as exc:
+            c.problem(f"{prefix}.expect_output", f"bad regular expression: {exc}")
+    produces = c.string_list(table, prefix, "produces")
+    for i, pattern in enumerate(produces):
+        parts = Path(pattern).parts
+        if not pattern.strip() or Path(pattern).is_absolute() or ".." in parts:
+            c.problem(f"{prefix}.produces[{i}]", f'"{pattern}": a path or glob relative to the step\'s cwd, '
+                      "inside the project")
+    return expect, tuple(produces)
+
+
 def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
     c = Checker(path)
     c.keys(data, "", ("check", "release", "matrix", "host"))
@@ -309,13 +338,15 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
     release_tables = c.tables(data, "", "release")
     for name, table in release_tables.items():
         prefix = f"release.{name}"
-        c.keys(table, prefix, ("run", "clean", "shell", *_OPTION_KEYS), required=("run",))
+        c.keys(table, prefix, ("run", "clean", "shell", *_OUTPUT_KEYS, *_OPTION_KEYS), required=("run",))
         shell = bool(c.get(table, prefix, "shell", bool, False))
         run = _command(c, table, prefix, "run", shell)
         clean = _command(c, table, prefix, "clean", shell)
         options = _options(c, table, prefix, warnings_default="deny")
+        expect, produces = _outputs(c, table, prefix)
         if run is not None:
-            releases[name] = ReleaseTarget(name=name, clean=clean, run=run, options=options)
+            releases[name] = ReleaseTarget(name=name, clean=clean, run=run, options=options, expect_output=expect,
+                                           produces=produces)
 
     matrices: dict[str, Matrix] = {}
     for name, table in c.tables(data, "", "matrix").items():
@@ -337,7 +368,7 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
     seen: set[str] = set()
     for i, table in c.array_of_tables(data, "", "check").items():
         prefix = f"check[{i}]"
-        c.keys(table, prefix, ("name", "run", "shell", "release", "matrix", "builtin", "expect_output",
+        c.keys(table, prefix, ("name", "run", "shell", "release", "matrix", "builtin", *_OUTPUT_KEYS,
                                *_OPTION_KEYS), required=("name",))
         name = c.get(table, prefix, "name", str, "")
         if name and name in seen:
@@ -355,19 +386,20 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
         if matrix is not None and matrix not in matrices:
             c.problem(f"{prefix}.matrix", f'no matrix "{matrix}"' + did_you_mean(matrix, matrices))
         builtin = c.choice(table, prefix, "builtin", CHECK_BUILTINS)
-        expect = c.get(table, prefix, "expect_output", str)
-        if expect is not None:
-            try:
-                re.compile(expect)
-            except re.error as exc:
-                c.problem(f"{prefix}.expect_output", f"bad regular expression: {exc}")
+        expect, produces = _outputs(c, table, prefix)
         if release is not None or matrix is not None:
-            for key in sorted(set(table) & {"shell", "expect_output", *_OPTION_KEYS} - {"skip"}):
-                c.problem(f"{prefix}.{key}", "set it on the release target or matrix this check runs")
+            # A release check may add what the build must show; everything else is the target's.
+            own = {"skip", *(_OUTPUT_KEYS if release is not None else ())}
+            for key in sorted(set(table) & {"shell", *_OUTPUT_KEYS, *_OPTION_KEYS} - own):
+                c.problem(f"{prefix}.{key}", "set it on the release target or matrix this check runs"
+                          if key not in _OUTPUT_KEYS else "a matrix check takes no expect_output or produces")
+        target = releases.get(release or "")
+        if expect is not None and target is not None and target.expect_output is not None:
+            c.problem(f"{prefix}.expect_output", f"release.{release}.expect_output is set already; keep one")
         shell = bool(c.get(table, prefix, "shell", bool, False))
         checks.append(Check(
             name=name, run=_command(c, table, prefix, "run", shell), release=release, matrix=matrix,
-            builtin=builtin, expect_output=expect,
+            builtin=builtin, expect_output=expect, produces=produces,
             options=_options(c, table, prefix, warnings_default="ignore"),
         ))
     c.raise_if_problems()

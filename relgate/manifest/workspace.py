@@ -60,8 +60,8 @@ class Workspace:
         home_dir = _pick(home, environ.get("RELGATE_HOME"), root / ".relgate", base)
         if not mdir.is_dir():
             raise InputError(f"{display_path(mdir)}: no such manifest folder")
-        if not hdir.is_dir():
-            raise InputError(f"{display_path(hdir)}: no such host folder")
+        if not hdir.is_dir() and (hosts is not None or environ.get("RELGATE_HOSTS")):
+            raise InputError(f"{display_path(hdir)}: no such host folder")  # the default may be absent: local only
 
         problems: list[str] = []
         project = _load(mdir / "project.toml", parse_project, problems)

@@ -417,8 +417,10 @@ def _plan_python(plan: Plan, environ: Mapping[str, str], cache: Path) -> tuple[l
               plan.step("import", CommandSpec(argv=(str(work.venv_python), "-I", "-c", _IMPORT, name, *imports)),
                         needs=("install",))]
     no_pip = pip_problem()
-    if no_pip:
-        steps = [_not_run(s, no_pip) if s.name == "install" else s for s in steps]
+    if no_pip or version is None:
+        why = no_pip or (f"{display_path(project.source)}: project.version is not set, so the install cannot be "
+                         "pinned to the uploaded version")
+        steps = [_not_run(s, why) if s.name == "install" else s for s in steps]
     return steps, index
 
 

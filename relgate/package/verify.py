@@ -356,7 +356,7 @@ def inspect_step(plan: Plan, required: Sequence[Required], *, check_version: boo
                                         required=required if main else ()):
                 findings.append(f"{label}: {finding.describe()}")
             found = _archive_version(label)
-            if check_version and found is not None and not _same_version(found, version):
+            if check_version and version is not None and found is not None and not _same_version(found, version):
                 findings.append(f"{label}: version {found}, but {display_path(plan.project.source)} says "
                                 f"{version} (project.version)")
         for line in findings:
@@ -528,7 +528,7 @@ def _plan_python(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
              wheelhouse_step(plan, lock)]
     no_pip = pip_problem()
     venv = python_module("venv", "--without-pip", str(work.venv))
-    wanted = project.name + (f"[{','.join(spec.extras)}]" if spec.extras else "") + f"=={project.version}"
+    wanted = project.name + (f"[{','.join(spec.extras)}]" if spec.extras else "") + (f"=={project.version}" if project.version else "")
     install = pip("--python", str(work.venv_python), "install", "--no-index", "--find-links", str(work.dist),
                   "--find-links", str(work.wheelhouse), "--only-binary", ":all:",
                   *(("-c", str(lock)) if lock is not None else ()), wanted)
@@ -565,7 +565,7 @@ def _plan_make(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
         package = plan.step("package", spec.dist, cwd=work.src, needs=("export",))
         source = (work.src, spec.dist_glob or "*.tar.gz", "dist tarball", work.package, True)
     else:
-        prefix = f"{project.name}-{project.version}"
+        prefix = f"{project.name}-{project.version or facts.short}"
         try:
             rel = project.root.resolve().relative_to(facts.toplevel.resolve()).as_posix()
         except ValueError:

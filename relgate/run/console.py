@@ -86,7 +86,7 @@ class ConsoleReporter:
         if o.reason and o.verdict is not Verdict.PASS:
             line += f"  {o.reason}"
         lines = [line]
-        lines += [f"    {w.describe()}" for w in o.warnings]
+        lines += [f"    {w.describe()}{f'  (printed {w.printed} times)' if w.printed > 1 else ''}" for w in o.warnings]
         lines += [f"    allowed ({why}): {w.describe()}" for w, why in o.allowed]
         if o.verdict in (Verdict.FAIL, Verdict.ERROR) and o.tail and not o.warnings:
             lines.append("    --- last lines of the log ---")
@@ -94,6 +94,37 @@ class ConsoleReporter:
         if o.verdict in (Verdict.FAIL, Verdict.ERROR) and o.log_path is not None:
             lines.append(f"    log: {display_path(o.log_path)}")
         self._print("\n".join(lines))
+
+
+TABLE_WIDTH = 120  # summary tables fit a 120-column terminal; the full text is in the JSON
+
+
+def _cut(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
+def fit_table(header: Sequence[str], rows: Iterable[Sequence[str]], *, shrink: Sequence[int],
+              width: int = TABLE_WIDTH) -> list[list[str]]:
+    """Cut the columns ``shrink`` (in that order, each to no less than 12) until a row fits ``width``."""
+    rows = [[str(v) for v in r] for r in rows]
+    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
+    for index in shrink:
+        over = sum(widths) + 2 * (len(widths) - 1) - width
+        if over <= 0:
+            break
+        widths[index] = max(12, len(header[index]), widths[index] - over)
+        rows = [[_cut(v, widths[index]) if i == index else v for i, v in enumerate(r)] for r in rows]
+    return rows
+
+
+def short_logs(paths: Sequence[Path | None]) -> tuple[list[str], str | None]:
+    """Logs by a short name (``3f2a9c1b7d4e….log``) and the folder they share, or their
+    shown paths when they share none."""
+    real = [p for p in paths if p is not None]
+    folders = {p.parent for p in real}
+    if len(folders) != 1:
+        return [display_path(p) if p is not None else "-" for p in paths], None
+    return [f"{p.name[:12]}….log" if p is not None else "-" for p in paths], display_path(folders.pop())
 
 
 def render_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
@@ -108,10 +139,14 @@ def render_summary(summary: RunSummary, out: TextIO = sys.stdout) -> None:
     print(file=out)
     print(f"{summary.session}: {facts.short}{' (dirty tree: records are marked dirty)' if facts.dirty else ''}"
           f"  run {summary.run_id}", file=out)
-    rows = [(o.step.name, o.verdict.value, _seconds(o.duration) if o.log_path else "-", o.reason or "",
-             display_path(o.log_path) if o.log_path else "-") for o in summary.outcomes]
-    for line in render_table(("step", "verdict", "duration", "reason", "log"), rows):
+    logs, folder = short_logs([o.log_path for o in summary.outcomes])
+    header = ("step", "verdict", "duration", "reason", "log")
+    rows = [(o.step.name, o.verdict.value, _seconds(o.duration) if o.log_path else "-", o.reason or "", log)
+            for o, log in zip(summary.outcomes, logs)]
+    for line in render_table(header, fit_table(header, rows, shrink=(3, 0))):
         print(line, file=out)
+    if folder:
+        print(f"logs in {folder}/ (full paths: --report FILE.json, relgate status --json)", file=out)
     counts = ", ".join(f"{summary.count(v)} {v.value}" for v in Verdict if summary.count(v))
     print(f"{counts or 'nothing ran'}", file=out)
     red = [o.step.name for o in summary.outcomes if o.verdict.blocks]
@@ -123,12 +158,15 @@ def render_summary(summary: RunSummary, out: TextIO = sys.stdout) -> None:
 
 
 def render_status(rows: Sequence[StepRow], home: Path, out: TextIO = sys.stdout) -> None:
-    table = [(str(r.id), r.session, r.step, r.host, r.verdict.value, _seconds(r.duration),
-              "dirty" if r.dirty else "clean", r.reason or "",
-              display_path(home / r.log_path) if r.log_path else "-") for r in rows]
-    for line in render_table(("id", "session", "step", "host", "verdict", "duration", "tree", "reason", "log"),
-                             table):
+    logs, folder = short_logs([home / r.log_path if r.log_path else None for r in rows])
+    header = ("id", "project", "session", "step", "host", "verdict", "duration", "tree", "reason", "log")
+    table = [(str(r.id), r.project.name if r.project else "-", r.session, r.step, r.host, r.verdict.value,
+              _seconds(r.duration), "dirty" if r.dirty else "clean", r.reason or "", log)
+             for r, log in zip(rows, logs)]
+    for line in render_table(header, fit_table(header, table, shrink=(8, 3, 1))):
         print(line, file=out)
+    if folder:
+        print(f"logs in {folder}/ (full paths: relgate status --json)", file=out)
 
 
 def render_plan(sessions: Sequence[tuple[str, str | None, Sequence[tuple[PlannedStep, str]]]],

@@ -11,6 +11,7 @@ from typing import TextIO
 
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts, read_git_facts, tree_is_dirty
+from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.options import RunOptions
 from relgate.manifest.schema import display_path
@@ -55,11 +56,14 @@ def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv:
              reuse: bool = False, pool: HostPool | None = None, out: TextIO = sys.stdout) -> RunSummary:
     """Run planned steps as one ledger run and print the summary table."""
     facts = candidate_facts(ws)
+    if reuse and facts.dirty:
+        print(f"--reuse: the tree at {facts.toplevel} is dirty (modified or untracked files), so nothing "
+              "can be reused: a pass counts only for a clean tree; every step runs", file=out)
     pool = pool or host_pool(ws)
     with Ledger.open(ws.home) as ledger:
         run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
                                   project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
-                                  dirty=facts.dirty)
+                                  dirty=facts.dirty, identity=project_identity(ws, facts))
         summary = run_steps(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
                             reporter=ConsoleReporter(out), reuse=reuse)
     render_summary(summary, out)
@@ -78,11 +82,21 @@ def finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:
         path = _per_session(options.report, summary.session)
         write_json_report(summary, path, require_all=options.require_all)
         print(f"report: {display_path(path)}", file=out)
+        _warn_inside_tree(path, summary, out)
     if options.junit:
         path = _per_session(options.junit, summary.session)
         write_junit(summary, path, require_all=options.require_all)
         print(f"junit: {display_path(path)}", file=out)
+        _warn_inside_tree(path, summary, out)
     return summary
+
+
+def _warn_inside_tree(path: Path, summary: RunSummary, out: TextIO) -> None:
+    from relgate.run.report_paths import report_inside_tree
+
+    warning = report_inside_tree(path, summary.facts.toplevel)
+    if warning:
+        print(warning, file=out)
 
 
 def _per_session(path: Path, session: str) -> Path:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from relgate.manifest.specs import AllowRule, BuildsSpec, Check, CommandSpec, StepOptions
 
-__all__ = ["PlannedStep", "StepNotRun", "StepFailed", "plan_host_checks"]
+__all__ = ["PlannedStep", "StepNotRun", "StepFailed", "plan_host_checks", "check_names", "select_checks"]
 
 
 class StepNotRun(Exception):
@@ -33,6 +33,7 @@ class PlannedStep:
     scan_warnings: bool = False
     allow: tuple[AllowRule, ...] = ()
     expect_output: str | None = None
+    produces: tuple[str, ...] = ()  # globs relative to cwd that must exist, newer than the step's start
     skip: str | None = None
     host: str | None = None  # pinned to this host (qualification: one run per board)
     evidence_env: str | None = None  # the variable that names this step's fresh evidence file
@@ -51,11 +52,12 @@ class PlannedStep:
 
 
 def _step(name: str, commands: tuple[CommandSpec, ...], root: Path, opts: StepOptions, *,
-          lane: str, expect: str | None = None, skip: str | None = None) -> PlannedStep:
+          lane: str, expect: str | None = None, skip: str | None = None,
+          produces: tuple[str, ...] = ()) -> PlannedStep:
     return PlannedStep(
         name=name, commands=commands, cwd=(root / opts.cwd).resolve(), lane=lane, env=dict(opts.env),
         timeout=opts.timeout, requires=opts.requires, scan_warnings=opts.warnings == "deny",
-        allow=opts.allow, expect_output=expect, skip=skip or opts.skip,
+        allow=opts.allow, expect_output=expect, produces=produces, skip=skip or opts.skip,
     )
 
 
@@ -72,11 +74,25 @@ def plan_host_checks(builds: BuildsSpec, root: Path, *, lane: str = "host",
     return steps
 
 
+def check_names(builds: BuildsSpec) -> set[str]:
+    """The names that select host checks (``nox -s host -- release-cpu``)."""
+    return {c.name for c in builds.checks} | {"git-diff-check"}
+
+
+def select_checks(steps: Sequence[PlannedStep], names: Sequence[str]) -> list[PlannedStep]:
+    """The planned host checks ``names`` select: by check name (a matrix check's name
+    selects each of its combinations, ``features[cuda]`` one of them)."""
+    wanted = set(names)
+    return [s for s in steps if s.name in wanted or s.name.split("[", 1)[0] in wanted]
+
+
 def _plan_check(check: Check, builds: BuildsSpec, root: Path, lane: str) -> list[PlannedStep]:
     if check.release is not None:
         target = builds.releases[check.release]
         cmds = tuple(c for c in (target.clean, target.run) if c is not None)
-        return [_step(check.name, cmds, root, target.options, lane=lane, skip=check.options.skip)]
+        return [_step(check.name, cmds, root, target.options, lane=lane, skip=check.options.skip,
+                      expect=target.expect_output or check.expect_output,
+                      produces=(*target.produces, *check.produces))]
     if check.matrix is not None:
         matrix = builds.matrices[check.matrix]
         return [_step(f"{check.name}[{feats}]", (cmd,), root, matrix.options, lane=lane, skip=check.options.skip)
@@ -84,7 +100,8 @@ def _plan_check(check: Check, builds: BuildsSpec, root: Path, lane: str) -> list
     if check.builtin == "git-diff-check":
         return [_diff_check(check.name, builds, root, lane, check.options)]
     assert check.run is not None
-    return [_step(check.name, (check.run,), root, check.options, lane=lane, expect=check.expect_output)]
+    return [_step(check.name, (check.run,), root, check.options, lane=lane, expect=check.expect_output,
+                  produces=check.produces)]
 
 
 def _diff_check(name: str, builds: BuildsSpec, root: Path, lane: str, opts: StepOptions) -> PlannedStep:

@@ -52,6 +52,8 @@ def summary_json(summary: RunSummary, *, require_all: bool = False) -> dict[str,
                 "duration": round(o.duration, 3), "log": str(o.log_path) if o.log_path else None,
                 "evidence": str(o.evidence) if o.evidence else None, "reused_from": o.reused_from,
                 "warnings": [w.describe() for w in o.warnings],
+                "warning_places": len({w.location for w in o.warnings}),
+                "warning_lines": sum(w.printed for w in o.warnings),
             }
             for o in summary.outcomes
         ],

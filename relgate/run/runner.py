@@ -8,6 +8,7 @@ as ``error`` and stops the run (:class:`~relgate.executor.Interrupted` propagate
 
 from __future__ import annotations
 
+import os
 import re
 import signal
 import threading
@@ -24,9 +25,13 @@ from relgate.core.redact import redact_env
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
 from relgate.ledger.store import Ledger
+from relgate.manifest.specs import AllowRule
+from relgate.run.allowlist import allow_rules_step
 from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, Executor, FileSink, Interrupted
 from relgate.run.hosts import Host
+from relgate.run.harness import HarnessScanner, exit_status_reason
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
+from relgate.run.produces import missing_products
 
 if TYPE_CHECKING:  # the scanners are imported by the first step that scans a build
     from relgate.run.scanners import CompilerWarning, StreamScanner
@@ -74,6 +79,8 @@ class StepOutcome:
     tail: str = ""
     evidence: Path | None = None  # the stored capture, when the step brought one back
     reused_from: int | None = None
+    scanned: bool = False  # its commands ran to a zero exit and the output was scanned for warnings
+    matched_rules: tuple[AllowRule, ...] = ()  # the allow rules that accepted a warning here
 
 
 @dataclass(kw_only=True)
@@ -144,6 +151,13 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
             if outcome.verdict is Verdict.PASS:
                 passed.add(step.name)
             reporter.step_finished(outcome)
+        audit = allow_rules_step(summary.outcomes, steps[0].cwd) if steps else None
+        if audit is not None:
+            reporter.step_started(audit, "-")
+            outcome = _run_one(audit, session=session, run_id=run_id, facts=facts, placed=pool.place(audit),
+                               ledger=ledger, reuse=False)
+            summary.outcomes.append(outcome)
+            reporter.step_finished(outcome)
     ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
     return summary
 
@@ -162,9 +176,10 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     executor = placed
     host = executor.host
     row.update(host=host.name, board=host.board, driver=host.facts.driver, toolkit=host.facts.toolkit)
-    if reuse:
-        earlier = ledger.reusable_pass(commit=facts.commit, session=session, step=step.name, host=host.name,
-                                       command=step.display())
+    if reuse and step.action is None:  # an in-process check is cheap and reads files no commit pins
+        earlier = ledger.reusable_pass(run_id=run_id, commit=facts.commit, session=session, step=step.name,
+                                       host=host.name, command=step.display(), env=row["env"], board=host.board,
+                                       driver=host.facts.driver, toolkit=host.facts.toolkit)
         if earlier is not None:
             step_id = ledger.reuse_step(run_id=run_id, original=earlier)
             source = earlier.reused_from or earlier.id
@@ -189,10 +204,12 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     judged: tuple[Verdict, str] | None = None  # an action's own verdict (not-run, fail) and reason
     interrupted: BaseException | None = None
     with open(partial, "w", encoding="utf-8") as fh:
+        started_ns = os.fstat(fh.fileno()).st_mtime_ns  # the step's start on the file system's clock
         log = FileSink(fh, partial)
         log.write(f"# relgate {session}/{step.name} on {host.name} at {facts.commit}"
                   f"{' (dirty tree)' if facts.dirty else ''}\n")
-        sink = _Tee(log, scanner, captured if step.expect_output else None)
+        harness = HarnessScanner()
+        sink = _Tee(log, scanner, captured if step.expect_output else None, harness)
         try:
             if step.action is not None:
                 log.write(f"$ {step.display()}  (in-process)\n")
@@ -225,8 +242,12 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
 
         denied, allowed = partition(found, step.allow)
     verdict, reason = _judge(step, results, denied, "".join(captured))
+    if verdict is Verdict.FAIL and step.action is None:
+        verdict, reason = _harness_broke(results[-1], harness) or (verdict, reason)
     if judged is not None:
         verdict, reason = judged
+    if verdict is Verdict.PASS and step.produces:
+        verdict, reason = _judge_products(step, host, started_ns)
     if step.timing_only and verdict is Verdict.PASS:
         reason = "timing only: ran to the end, the numbers are kept, not judged"
     stored = None
@@ -244,7 +265,9 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                        log_sha256=sha, tail=tail)
     return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
                        duration=duration, log_path=final, warnings=tuple(denied),
-                       allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored)
+                       allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored,
+                       scanned=scanner is not None and bool(results) and results[-1].ok,
+                       matched_rules=tuple(dict.fromkeys(r for _, r in allowed)))
 
 
 def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult, tuple[Verdict, str] | None]:
@@ -291,23 +314,47 @@ def _judge(step: PlannedStep, results: list[CommandResult], warnings: list[Compi
             return Verdict.ERROR, f"{last.command}: killed by {name} from outside relgate"
         return Verdict.FAIL, f"{last.command}: crashed with {name}"
     if last.exit_code != 0:
-        more = f"; {_count(len(warnings), 'warning')}" if warnings else ""
+        more = f"; {_warning_summary(warnings)}" if warnings else ""
         return Verdict.FAIL, f"{last.command}: exit {last.exit_code}{more}"
     if warnings:
         first = warnings[0]
-        return Verdict.FAIL, f"{_count(len(warnings), 'warning')}, first {first.location}: {first.message}"
+        return Verdict.FAIL, f"{_warning_summary(warnings)}, first {first.location}: {first.message}"
     if step.expect_output is not None and not re.search(step.expect_output, output, re.MULTILINE):
         return Verdict.FAIL, f"output does not match /{step.expect_output}/"
     return Verdict.PASS, None
 
 
+def _warning_summary(warnings: Sequence[CompilerWarning]) -> str:
+    from relgate.run.scanners import warning_summary
+
+    return warning_summary(warnings)
+
+
+def _harness_broke(last: CommandResult, harness: HarnessScanner) -> tuple[Verdict, str] | None:
+    """``error`` with the reason when a failed command's exit status or output shows that the
+    harness broke (relgate.run.harness), not the code."""
+    if last.ok or last.timed_out:
+        return None
+    by_status = exit_status_reason(last.exit_code)
+    if by_status is not None:
+        return Verdict.ERROR, f"{last.command}: {by_status}"
+    known = harness.finish()
+    if known is None:
+        return None
+    message, line = known
+    return Verdict.ERROR, f"{message.reason} ({message.tool}: {line[:160]})"
+
+
+def _judge_products(step: PlannedStep, host: Host, started_ns: int) -> tuple[Verdict, str | None]:
+    if host.spec.kind != "local":
+        return Verdict.ERROR, f"produces: cannot check files on {host.name} (not this machine) yet"
+    missing = missing_products(step.cwd, step.produces, since_ns=started_ns)
+    return (Verdict.PASS, None) if missing is None else (Verdict.FAIL, missing)
+
+
 def _warning_json(w: CompilerWarning) -> dict[str, object]:
     return {"tool": w.tool, "file": w.file, "line": w.line, "column": w.column, "message": w.message,
-            "code": w.code}
-
-
-def _count(n: int, word: str) -> str:
-    return f"{n} {word}{'' if n == 1 else 's'}"
+            "code": w.code, "printed": w.printed}
 
 
 def _signal_name(num: int) -> str:
@@ -324,8 +371,9 @@ def _signame(exc: BaseException) -> str:
 class _Tee:
     """Log sink that also feeds the warning scanner and, when asked, keeps the output."""
 
-    def __init__(self, log: FileSink, scanner: StreamScanner | None, keep: list[str] | None) -> None:
-        self._log, self._scanner, self._keep = log, scanner, keep
+    def __init__(self, log: FileSink, scanner: StreamScanner | None, keep: list[str] | None,
+                 harness: HarnessScanner) -> None:
+        self._log, self._scanner, self._keep, self._harness = log, scanner, keep, harness
         self.path = log.path
 
     def write(self, text: str) -> None:
@@ -334,3 +382,4 @@ class _Tee:
             self._scanner.feed(text)
         if self._keep is not None:
             self._keep.append(text)
+        self._harness.feed(text)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from relgate.manifest.specs import AllowRule
@@ -25,6 +25,7 @@ __all__ = [
     "partition",
     "scan",
     "scan_lines",
+    "warning_summary",
 ]
 
 
@@ -47,6 +48,7 @@ class CompilerWarning:
     message: str
     code: str | None
     text: str
+    printed: int = 1  # how many times the output held it (a header's warning, once per file that includes it)
 
     @property
     def location(self) -> str:
@@ -85,8 +87,19 @@ def partition(
     return denied, allowed
 
 
+def warning_summary(warnings: Sequence[CompilerWarning]) -> str:
+    """``6 warnings at 6 places, 9 lines`` (just ``1 warning`` when each was printed once at its own place)."""
+    n = len(warnings)
+    places = len({w.location for w in warnings})
+    lines = sum(w.printed for w in warnings)
+    head = f"{n} warning{'' if n == 1 else 's'}"
+    if places == n and lines == n:
+        return head
+    return f"{head} at {places} place{'' if places == 1 else 's'}, {lines} line{'' if lines == 1 else 's'}"
+
+
 def scan(text: str) -> list[CompilerWarning]:
-    """Every warning in ``text`` (a whole build log), in order, each once."""
+    """Every warning in ``text`` (a whole build log), in order, each once (``printed``: how often)."""
     lines = text.split("\n")
     if lines and lines[-1] == "":
         lines.pop()
@@ -201,7 +214,7 @@ class StreamScanner:
     def __init__(self) -> None:
         self._buffer = ""
         self._found: list[CompilerWarning] = []
-        self._seen: set[tuple[str, str | None, int | None, int | None, str]] = set()
+        self._seen: dict[tuple[str, str | None, int | None, int | None, str], int] = {}  # key → index in _found
         self._pending: _Pending | None = None
         # A generic warning on the line after a located one may be that line's source echo;
         # it is held until the next line shows whether a caret follows it.
@@ -231,6 +244,11 @@ class StreamScanner:
             self._release_held()
             self._flush_pending()
         return list(self._found)
+
+    @property
+    def lines(self) -> int:
+        """How many warning lines the output held (each place counted as often as it was printed)."""
+        return sum(w.printed for w in self._found)
 
     # ------------------------------------------------------------------ per line
 
@@ -488,9 +506,13 @@ class StreamScanner:
 
     def _add(self, warning: CompilerWarning) -> None:
         key = (warning.tool, warning.file, warning.line, warning.column, warning.message)
-        if key not in self._seen:
-            self._seen.add(key)
+        index = self._seen.get(key)
+        if index is None:
+            self._seen[key] = len(self._found)
             self._found.append(warning)
+        else:
+            first = self._found[index]
+            self._found[index] = replace(first, printed=first.printed + 1)
 
 
 def _split_flag(msg: str) -> tuple[str, str | None]:

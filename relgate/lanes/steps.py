@@ -1,0 +1,55 @@
+"""The steps every lane session runs: the lane census first, then the lane's targets, or a
+``not-run`` step saying why nothing was selected — a lane that runs nothing is never green."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Sequence
+
+from relgate.lanes.plan import plan_lane
+from relgate.manifest.lanes import LanesSpec
+from relgate.manifest.specs import ProjectSpec
+from relgate.run.hosts import Host
+from relgate.run.plan import PlannedStep, StepNotRun
+
+__all__ = ["census_lines", "census_step", "not_run_step", "lane_steps", "NO_TARGETS"]
+
+NO_TARGETS = "no targets in this lane"
+
+
+def census_lines(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], None]) -> int:
+    """The lane census: one line per violation, a count; 0 clean, 1 violations."""
+    from relgate.lanes.census import census_exit_code, render_violations, run_census  # by the step that runs it
+
+    violations = run_census(kind=project.kind, root=project.root, targets=lanes.targets, lanes=lanes.file,
+                            known_lanes=lanes.lanes)
+    for line in render_violations(violations):
+        write(line)
+    write(f"census: {len(lanes.targets)} targets, {len(lanes.file.rows)} lane rows, "
+          f"{len(violations)} violation{'' if len(violations) == 1 else 's'}")
+    return census_exit_code(violations)
+
+
+def census_step(project: ProjectSpec, lanes: LanesSpec, *, lane: str = "host") -> PlannedStep:
+    """The lane census as a step, in-process, with its own log, row and exit status."""
+    return PlannedStep(name="lane-census", commands=(), cwd=project.root, lane=lane,
+                       action=lambda write: census_lines(project, lanes, write), action_name="relgate census")
+
+
+def not_run_step(name: str, reason: str, *, project: ProjectSpec, lane: str) -> PlannedStep:
+    """A step that records ``not-run: reason`` (so ``--require-all`` fails it)."""
+
+    def action(write: Callable[[str], None]) -> int:
+        raise StepNotRun(reason)
+
+    return PlannedStep(name=name, commands=(), cwd=project.root, lane=lane, action=action,
+                       action_name=f"select the {lane} targets")
+
+
+def lane_steps(project: ProjectSpec, lanes: LanesSpec, lane: str, *, names: Sequence[str] = (),
+               hosts: Sequence[Host] = (), other_names: Collection[str] = ()) -> list[PlannedStep]:
+    """The census, then the lane's steps; a lane that selects no target without names
+    filtering it is one ``not-run: no targets in this lane`` step."""
+    steps = plan_lane(project, lanes, lane, names=names, hosts=hosts, other_names=other_names)
+    if not steps and not names:
+        steps = [not_run_step(lane, NO_TARGETS, project=project, lane=lane)]
+    return [census_step(project, lanes, lane=lane), *steps]
