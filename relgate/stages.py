@@ -142,10 +142,11 @@ def whole_plan(ws: Workspace) -> list[PlannedSession]:
         if name == "host":
             continue
         named = [t.name for t in lane_targets(ws.lanes, name) if t.name]
-        steps = plan_lane(ws.project, ws.lanes, name, names=named, hosts=pool.hosts)
-        note = ("no targets in this lane" if not steps else
+        targets = plan_lane(ws.project, ws.lanes, name, names=named, hosts=pool.hosts)
+        note = (NO_TARGETS if not targets else
                 "runs only the targets named after --" if lane.mode in ("named", "per-board") else None)
         command = f"nox -s {name}" if name in BUILTIN_LANE_DEFS else f"nox -s lane -- {name}"
+        steps = [lane_census_step(ws.project, ws.lanes, lane=name), *targets]  # every lane session: census first
         sessions.append(PlannedSession(command=command, steps=placed(steps), note=note))
     return sessions
 

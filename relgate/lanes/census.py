@@ -54,7 +54,6 @@ the targets' source files. Exit codes are the caller's: 0 clean, 1 violations
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path

@@ -28,8 +28,8 @@ from relgate.ledger.store import Ledger
 from relgate.manifest.specs import AllowRule
 from relgate.run.allowlist import allow_rules_step
 from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, Executor, FileSink, Interrupted
-from relgate.run.hosts import Host
 from relgate.run.harness import HarnessScanner, exit_status_reason
+from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
 from relgate.run.produces import missing_products
 
