@@ -321,11 +321,37 @@ def test_a_valid_builds_file(folder: Path) -> None:
 
 def test_an_ssh_host(tmp_path: Path) -> None:
     path = tmp_path / "gpu.toml"
+    (tmp_path / "keys").mkdir()
+    (tmp_path / "keys" / "known_hosts").write_text("")
     path.write_text('[host]\nname = "h200"\nkind = "ssh"\naddress = "10.0.0.7"\nport = 2222\n'
-                    'boards = ["NVIDIA H200"]\ncapabilities = ["cuda", "sm90"]\nexclusive = true\n')
+                    'boards = ["NVIDIA H200"]\ncapabilities = ["cuda", "sm90"]\nexclusive = true\n'
+                    'known_hosts = "keys/known_hosts"\nidentity = "keys/id"\npermission = "shared box"\n'
+                    'connect_timeout = 3\ncommand_timeout = 600\nenv = { CUDA_VISIBLE_DEVICES = "0" }\n')
     spec = parse_host(read_toml(path), path=path)
     assert (spec.name, spec.kind, spec.address, spec.port) == ("h200", "ssh", "10.0.0.7", 2222)
-    assert spec.capabilities == ("cuda", "sm90") and spec.exclusive and not spec.detect
+    assert spec.capabilities == ("cuda", "sm90") and spec.exclusive and spec.detect  # declared facts add to detected
+    assert spec.known_hosts == tmp_path / "keys" / "known_hosts" and spec.identity == str(tmp_path / "keys" / "id")
+    assert (spec.permission, spec.connect_timeout, spec.command_timeout) == ("shared box", 3.0, 600.0)
+    assert spec.env == {"CUDA_VISIBLE_DEVICES": "0"}
+
+
+@pytest.mark.parametrize(("body", "problem"), [
+    ('address = "10.0.0.7"\n', "host.known_hosts: an ssh host needs a known_hosts file (relative to this file); "
+     "fill it with ssh-keyscan -p 22 10.0.0.7 after checking the fingerprint"),
+    ('address = "10.0.0.7"\nknown_hosts = "nope"\n', "host.known_hosts: {dir}/nope does not exist; create it with "
+     "ssh-keyscan -p 22 10.0.0.7 >> {dir}/nope after checking the fingerprint"),
+    ('address = "h"\nknown_hosts = "kh"\nconnect_timeout = 0\n', "host.connect_timeout: must be a positive number of seconds"),
+    ('address = "h"\nknown_hosts = "kh"\npermission = " "\n', "host.permission: needs a reason (a non-empty string)"),
+    ('address = "h"\nknown_hosts = "kh"\nworkdir = "relgate"\n', 'host.workdir: "relgate" must be absolute (or start with ~) on the host'),
+    ('address = "h"\nknown_hosts = "kh"\nenv = { "A-B" = "1" }\n', 'host.env: "A-B" is not an environment variable name'),
+])
+def test_ssh_host_keys_are_checked(tmp_path: Path, body: str, problem: str) -> None:
+    (tmp_path / "kh").write_text("")
+    path = tmp_path / "gpu.toml"
+    path.write_text('[host]\nname = "gpu"\nkind = "ssh"\n' + body)
+    with pytest.raises(ManifestError) as info:
+        parse_host(read_toml(path), path=path)
+    assert info.value.lines() == [f"{display_path(path)}: " + problem.format(dir=tmp_path)]
 
 
 # --- the workspace: folders, several files ---------------------------------------------------
@@ -350,7 +376,8 @@ def layout(folder: Path) -> tuple[Path, Path, Path]:
 
 def test_env_vars_select_the_manifest_and_host_folders(layout: tuple[Path, Path, Path]) -> None:
     ws_dir, mdir, hdir = layout
-    write(hdir / "gpu1.toml", '[host]\nname = "gpu1"\nkind = "ssh"\naddress = "10.0.0.2"\n')
+    write(hdir / "gpu1.toml", '[host]\nname = "gpu1"\nkind = "ssh"\naddress = "10.0.0.2"\nknown_hosts = "kh"\n')
+    write(hdir / "kh", "")
     ws = Workspace.load(ws_dir, environ={"RELGATE_MANIFESTS": str(mdir), "RELGATE_HOSTS": str(hdir)})
     assert ws.manifests_dir == mdir.resolve() and ws.hosts_dir == hdir.resolve()
     assert ws.project.name == "p" and list(ws.builds.releases) == ["cpu"]
@@ -401,8 +428,9 @@ def test_a_missing_project_file_says_so(layout: tuple[Path, Path, Path]) -> None
 
 def test_duplicate_host_names_across_files(layout: tuple[Path, Path, Path]) -> None:
     ws_dir, mdir, hdir = layout
-    write(hdir / "a.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = "10.0.0.1"\n')
-    write(hdir / "b.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = "10.0.0.2"\n')
+    write(hdir / "a.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = "10.0.0.1"\nknown_hosts = "kh"\n')
+    write(hdir / "b.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = "10.0.0.2"\nknown_hosts = "kh"\n')
+    write(hdir / "kh", "")
     with pytest.raises(ManifestError) as info:
         Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
     assert info.value.lines() == [
@@ -470,7 +498,9 @@ def test_relgate_check_reports_malformed_manifests(tinyinfer: Project, relpath: 
 
 
 def test_relgate_check_with_valid_manifests_lists_what_would_run(tinyinfer: Project) -> None:
-    write(tinyinfer.hosts / "gpu1.toml", '[host]\nname = "gpu1"\nkind = "ssh"\naddress = "10.0.0.2"\n')
+    write(tinyinfer.hosts / "gpu1.toml", '[host]\nname = "gpu1"\nkind = "ssh"\naddress = "10.0.0.2"\n'
+                                          'known_hosts = "kh"\n')
+    write(tinyinfer.hosts / "kh", "")
     done = tinyinfer.relgate("check", timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""

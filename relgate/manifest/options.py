@@ -21,6 +21,7 @@ class RunOptions:
     report: Path | None = None
     junit: Path | None = None
     list_only: bool = False  # --list: list a lane's targets, run nothing
+    allow_hosts: tuple[str, ...] = ()  # hosts with ``permission = "…"`` this run may use
 
     def check_shared_reports(self, sessions: int) -> None:
         """With several sessions in one invocation, a report without ``{session}`` in its name
@@ -47,6 +48,8 @@ def add_run_options(p: argparse.ArgumentParser, *, names: bool = True) -> None:
                    help="write a JSON report ({session} in the name: one file per session)")
     p.add_argument("--junit", type=Path, metavar="FILE.xml",
                    help="write a JUnit XML report ({session} in the name: one file per session)")
+    p.add_argument("--allow-host", action="append", default=[], metavar="NAME", dest="allow_hosts",
+                   help="use this host although its host file asks for permission (repeatable)")
     if names:
         p.add_argument("--list", dest="list_only", action="store_true",
                        help="list the lane's targets and their commands; run nothing")
@@ -57,7 +60,8 @@ def options_from(ns: argparse.Namespace, environ: Mapping[str, str] = os.environ
     flag = environ.get("RELGATE_REQUIRE_ALL", "").strip().lower() in ("1", "true", "yes")
     return RunOptions(names=tuple(getattr(ns, "names", ()) or ()), require_all=ns.require_all or flag,
                       reuse=ns.reuse, report=ns.report, junit=ns.junit,
-                      list_only=bool(getattr(ns, "list_only", False)))
+                      list_only=bool(getattr(ns, "list_only", False)),
+                      allow_hosts=tuple(getattr(ns, "allow_hosts", ()) or ()))
 
 
 def parse_run_options(argv: Sequence[str], *, prog: str, names: bool = True,

@@ -194,6 +194,15 @@ class HostSpec:
     detect: bool = True
     exclusive: bool = False
     source: Path
+    # ssh hosts (issue 11): paths are resolved against the host file's folder
+    known_hosts: Path | None = None
+    permission: str | None = None  # used only when the run names it (--allow-host NAME)
+    connect_timeout: float = 10.0
+    command_timeout: float | None = None  # per command, when the step sets none
+    keepalive: float = 15.0
+    env: Mapping[str, str] = field(default_factory=dict)
+    lock_wait: float = 0.0  # an exclusive host held by another run: wait this long, then refuse
+    allow_busy_gpu: str | None = None  # why a lane may start while another user's process holds GPU memory
 
 
 # --- project.toml ---------------------------------------------------------------------
@@ -410,7 +419,8 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
 # --- hosts/*.toml -----------------------------------------------------------------------
 
 _HOST_KEYS = ("name", "kind", "address", "user", "port", "identity", "workdir", "boards", "driver",
-              "toolkit", "capabilities", "detect", "exclusive")
+              "toolkit", "capabilities", "detect", "exclusive", "known_hosts", "permission", "connect_timeout",
+              "command_timeout", "keepalive", "env", "lock_wait", "allow_busy_gpu")
 
 
 def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
@@ -425,14 +435,57 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
     port = c.get(t, "host", "port", int, 22)
     if not 0 < port < 65536:
         c.problem("host.port", f"{port} is not a TCP port")
+    here = Path(path).parent
+    known_hosts = c.get(t, "host", "known_hosts", str)
+    if kind == "ssh" and address and not known_hosts:
+        c.problem("host.known_hosts", "an ssh host needs a known_hosts file (relative to this file); "
+                  f"fill it with ssh-keyscan -p {port} {address} after checking the fingerprint")
+    known_path = (here / Path(known_hosts).expanduser()) if known_hosts else None
+    if known_path is not None and kind == "ssh" and address and not known_path.is_file():
+        c.problem("host.known_hosts", f"{known_path} does not exist; create it with "
+                  f"ssh-keyscan -p {port} {address} >> {known_path} after checking the fingerprint")
+    identity = c.get(t, "host", "identity", str)
+    if identity:
+        identity = str(here / Path(identity).expanduser())
+    if kind == "ssh":
+        workdir = c.get(t, "host", "workdir", str)
+        if workdir is not None and not workdir.startswith(("/", "~")):
+            c.problem("host.workdir", f'"{workdir}" must be absolute (or start with ~) on the host')
+    env = c.string_map(t, "host", "env")
+    for key in env:
+        if not _ENV_NAME.fullmatch(key):
+            c.problem("host.env", f'"{key}" is not an environment variable name')
     spec = HostSpec(
         name=c.get(t, "host", "name", str, Path(path).stem), kind=kind, address=address,
-        user=c.get(t, "host", "user", str), port=port, identity=c.get(t, "host", "identity", str),
+        user=c.get(t, "host", "user", str), port=port, identity=identity,
         workdir=c.get(t, "host", "workdir", str), boards=tuple(c.string_list(t, "host", "boards")),
         driver=c.get(t, "host", "driver", str), toolkit=c.get(t, "host", "toolkit", str),
         capabilities=tuple(c.string_list(t, "host", "capabilities")),
-        detect=bool(c.get(t, "host", "detect", bool, kind == "local")),
+        detect=bool(c.get(t, "host", "detect", bool, True)),
         exclusive=bool(c.get(t, "host", "exclusive", bool, False)), source=Path(path),
+        known_hosts=known_path, permission=_reason(c, t, "permission"),
+        connect_timeout=_seconds(c, t, "connect_timeout", 10.0) or 10.0,
+        command_timeout=_seconds(c, t, "command_timeout", None), keepalive=_seconds(c, t, "keepalive", 15.0) or 15.0,
+        env=env, lock_wait=_seconds(c, t, "lock_wait", 0.0, zero=True) or 0.0,
+        allow_busy_gpu=_reason(c, t, "allow_busy_gpu"),
     )
     c.raise_if_problems()
     return spec
+
+
+def _seconds(c: Checker, t: Mapping[str, Any], key: str, default: float | None, *, zero: bool = False) -> float | None:
+    value = c.get(t, "host", key, (int, float))
+    if value is None or isinstance(value, bool):
+        return default
+    if value < 0 or (value == 0 and not zero):
+        c.problem(f"host.{key}", "must be a positive number of seconds" + (" (or 0)" if zero else ""))
+        return default
+    return float(value)
+
+
+def _reason(c: Checker, t: Mapping[str, Any], key: str) -> str | None:
+    value = c.get(t, "host", key, str)
+    if value is not None and not value.strip():
+        c.problem(f"host.{key}", "needs a reason (a non-empty string)")
+        return None
+    return value
