@@ -45,7 +45,16 @@ def census_step(ws: Workspace, lanes: LanesSpec) -> PlannedStep:
 def plan_host(ws: Workspace, *, names: Sequence[str] = ()) -> list[PlannedStep]:
     """The lane census, the host checks (release builds, matrices, …), the host-lane targets,
     and ``git diff --check``, in that order; ``names`` select host checks and host-lane
-    targets, and just those run."""
+    targets, and just those run. A host a release target or check names must be declared
+    (else exit 2)."""
+    from relgate.remote.fleet import check_placement
+
+    steps = _host_steps(ws, names=names)
+    check_placement(ws, steps)
+    return steps
+
+
+def _host_steps(ws: Workspace, *, names: Sequence[str]) -> list[PlannedStep]:
     lanes = ws.lanes
     if names:
         checks = select_checks(plan_host_checks(ws.builds, ws.project.root), names)
@@ -98,6 +107,18 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
                        other_names=check_names(ws.builds))
     if options.names and len(steps) == 1:
         print(f"{lane}: none of the named targets is in this lane", file=out)
+    multihost = [m for m in lanes.multihost.values() if m.lane == lane and not options.names]
+    if lane in lanes.fleet.every_host or mode == "per-board" or multihost:  # many hosts at once
+        from relgate.remote.fleet import run_fleet_plan, spread
+        from relgate.remote.roles import plan_multihost
+
+        if multihost:  # the lane is not empty: its multi-host steps run
+            steps = [s for s in steps if s.action_name != f"select the {lane} targets"]
+        if lane in lanes.fleet.every_host:
+            steps = spread(steps, pool.hosts)
+        alone = [plan_multihost(m, pool, cwd=ws.project.root) for m in multihost]
+        return finish(run_fleet_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool,
+                                     workers=lanes.fleet.workers, alone=alone, out=out), options, out)
     return finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool, out=out),
                   options, out)
 

@@ -32,7 +32,8 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 __all__ = ["BUILTIN_LANES", "LANE_MODES", "LaneRow", "LanesFile", "LaneDef", "TargetOptions", "LanesSpec",
-           "BUILTIN_LANE_DEFS", "read_lanes_file", "load_lanes"]
+           "BUILTIN_LANE_DEFS", "read_lanes_file", "load_lanes", "FleetSpec", "RoleSpec", "MultiHostSpec",
+           "parse_many_hosts", "LEADER"]
 
 BUILTIN_LANES = ("host", "gate", "contract", "record", "toolkit", "bench", "qualification")
 
@@ -178,6 +179,8 @@ class LanesSpec:
     lanes: Mapping[str, LaneDef]
     options: Mapping[str, TargetOptions]
     targets: tuple[Target, ...]
+    fleet: FleetSpec = field(default_factory=lambda: FleetSpec())  # [fleet]: lanes spread over every host
+    multihost: Mapping[str, MultiHostSpec] = field(default_factory=dict)  # [multihost.*]: steps with roles
 
     @property
     def assignments(self) -> dict[str, str]:
@@ -250,7 +253,7 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
         return None
     lanes_file = read_lanes_file(path)
     c = Checker(path)
-    options, lane_defs = _extras(c, lanes_file.tables, ("lanes", "target", "lane"))
+    options, lane_defs = _extras(c, lanes_file.tables, ("lanes", "target", "lane", *_MANY_HOSTS))
     checkers = [c]
     if project.lanes is not None and own.is_file():
         c2 = Checker(own)
@@ -259,7 +262,8 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
         if "lanes" in data:
             c2.problem("lanes", f"the [lanes] table lives in {display_path(project.lanes)} (project.lanes); "
                                 "keep only [target.*] and [lane.*] here")
-        more_targets, more_lanes = _extras(c2, {k: v for k, v in data.items() if k != "lanes"}, ("target", "lane"))
+        more_targets, more_lanes = _extras(c2, {k: v for k, v in data.items() if k != "lanes"},
+                                           ("target", "lane", *_MANY_HOSTS))
         for name in set(more_targets) & set(options):
             c2.problem(f"target.{name}", f"also configured in {display_path(path)}")
         options.update(more_targets)
@@ -270,6 +274,8 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
             c.problem(f"lanes.{row.target}", f'unknown lane "{row.lane}"{did_you_mean(row.lane, known)} '
                                              f"(line {row.line})")
     problems = [line for checker in checkers for line in checker.problems]
+    fleet, multihost = _many_hosts_of(path, lanes_file.tables, own if project.lanes is not None and own.is_file()
+                                      else None, known, set(options), problems)
     targets: list[Target] | None = None
     try:
         targets = _targets(project, options, path)
@@ -284,7 +290,8 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
     if problems:
         raise ManifestError(problems)
     assert targets is not None
-    return LanesSpec(file=lanes_file, lanes=known, options=options, targets=tuple(targets))
+    return LanesSpec(file=lanes_file, lanes=known, options=options, targets=tuple(targets), fleet=fleet,
+                     multihost=multihost)
 
 
 def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions], path: Path) -> list[Target]:
@@ -303,3 +310,198 @@ def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions], path: P
     if problems:
         raise ManifestError(problems)
     return out
+
+
+# --- many hosts: fan-out and multi-host steps ------------------------------------------------
+#
+#   [fleet]
+#   every_host = ["gate"]   # these lanes run each target on every host that offers what it requires
+#   workers = 4             # at most this many hosts at once (one worker per host)
+#
+#   [multihost.tp_smoke]    # one step, roles across hosts; runs with its lane
+#   lane = "gate"
+#   [multihost.tp_smoke.role.worker]   # any role but "leader" is a worker; workers start first
+#   command = "python -m engine.worker --port 7000"
+#   count = 2               # on two distinct hosts
+#   requires = ["metal"]
+#   ready_line = "listening"   # or ready_port = 7000 (a port that opens on the worker's address)
+#   [multihost.tp_smoke.role.leader]   # gets the workers' addresses in RELGATE_WORKERS; its exit decides
+#   command = "python -m engine.leader"
+
+DEFAULT_WORKERS = 8
+LEADER = "leader"
+_ROLE_KEYS = ("command", "shell", "count", "requires", "hosts", "env", "ready_line", "ready_port", "port",
+              "ready_timeout")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FleetSpec:
+    every_host: tuple[str, ...] = ()  # lanes whose steps run on every matching host, in parallel
+    workers: int = DEFAULT_WORKERS  # hosts at once
+
+
+@dataclass(frozen=True, kw_only=True)
+class RoleSpec:
+    name: str
+    command: CommandSpec
+    count: int = 1  # distinct hosts this role runs on
+    requires: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()  # only these hosts (by name), when given
+    env: Mapping[str, str] = field(default_factory=dict)
+    ready_line: str | None = None  # a regex a worker prints once it serves
+    ready_port: int | None = None  # a TCP port that opens on the worker's address once it serves
+    port: int | None = None  # the port the leader is told (default: ready_port)
+    ready_timeout: float = 120.0
+
+    @property
+    def is_leader(self) -> bool:
+        return self.name == LEADER
+
+
+@dataclass(frozen=True, kw_only=True)
+class MultiHostSpec:
+    name: str
+    lane: str
+    roles: tuple[RoleSpec, ...]  # the workers in declaration order, then the leader
+    timeout: float | None = None  # for the leader
+    worker_grace: float = 30.0  # seconds workers get to end on their own after the leader
+    source: Path | None = None
+
+    @property
+    def leader(self) -> RoleSpec:
+        return self.roles[-1]
+
+    @property
+    def workers(self) -> tuple[RoleSpec, ...]:
+        return self.roles[:-1]
+
+
+def _positive(c: Checker, t: Mapping[str, Any], prefix: str, key: str, default: float | None) -> float | None:
+    value = c.get(t, prefix, key, (int, float))
+    if value is None:
+        return default
+    if value <= 0:
+        c.problem(f"{prefix}.{key}", "must be a positive number of seconds")
+        return default
+    return float(value)
+
+
+def _port(c: Checker, t: Mapping[str, Any], prefix: str, key: str) -> int | None:
+    value = c.get(t, prefix, key, int)
+    if value is not None and not 0 < value < 65536:
+        c.problem(f"{prefix}.{key}", f"{value} is not a TCP port")
+        return None
+    return value
+
+
+def _parse_role(c: Checker, prefix: str, name: str, t: Mapping[str, Any]) -> RoleSpec | None:
+    c.keys(t, prefix, _ROLE_KEYS, required=("command",))
+    shell = bool(c.get(t, prefix, "shell", bool, False))
+    raw = c.get(t, prefix, "command", (str, list))
+    command = None
+    if isinstance(raw, list):
+        if raw and all(isinstance(x, str) for x in raw) and not shell:
+            command = CommandSpec(argv=tuple(raw))
+        else:
+            c.problem(f"{prefix}.command", "expected a non-empty array of strings (or one string with shell = true)")
+    elif isinstance(raw, str) and raw.strip():
+        try:
+            command = CommandSpec(shell=raw) if shell else CommandSpec(argv=tuple(shlex.split(raw)))
+        except ValueError as exc:
+            c.problem(f"{prefix}.command", f"cannot split into arguments: {exc}")
+    elif isinstance(raw, str):
+        c.problem(f"{prefix}.command", "must not be empty")
+    count = c.get(t, prefix, "count", int, 1)
+    if count < 1:
+        c.problem(f"{prefix}.count", "must be at least 1 (the number of hosts this role runs on)")
+    ready_line = c.get(t, prefix, "ready_line", str)
+    if ready_line is not None:
+        try:
+            re.compile(ready_line)
+        except re.error as exc:
+            c.problem(f"{prefix}.ready_line", f"bad regular expression: {exc}")
+    ready_port = _port(c, t, prefix, "ready_port")
+    if name == LEADER:
+        if count != 1:
+            c.problem(f"{prefix}.count", "the leader runs on one host")
+        for key in ("ready_line", "ready_port"):
+            if key in t:
+                c.problem(f"{prefix}.{key}", "only workers report ready; the leader's exit decides the step")
+    elif ready_line is None and ready_port is None:
+        c.problem(prefix, "a worker needs ready_line (a line it prints) or ready_port (a port that opens)")
+    if command is None:
+        return None
+    return RoleSpec(name=name, command=command, count=max(count, 1), requires=tuple(c.string_list(t, prefix, "requires")),
+                    hosts=tuple(c.string_list(t, prefix, "hosts")), env=c.string_map(t, prefix, "env"),
+                    ready_line=ready_line, ready_port=ready_port, port=_port(c, t, prefix, "port") or ready_port,
+                    ready_timeout=_positive(c, t, prefix, "ready_timeout", 120.0) or 120.0)
+
+
+def _parse_multihost(c: Checker, name: str, t: Mapping[str, Any], lanes: Mapping[str, LaneDef]) -> MultiHostSpec | None:
+    prefix = f"multihost.{name}"
+    c.keys(t, prefix, ("lane", "role", "timeout", "worker_grace"), required=("lane", "role"))
+    lane = c.get(t, prefix, "lane", str)
+    if lane is not None and lane not in lanes:
+        c.problem(f"{prefix}.lane", f'no lane "{lane}"{did_you_mean(lane, lanes)}')
+    roles = {n: _parse_role(c, f"{prefix}.role.{n}", n, r) for n, r in c.tables(t, prefix, "role").items()}
+    if "role" in t and LEADER not in roles:
+        c.problem(f"{prefix}.role", f'needs a role named "{LEADER}" (its exit decides the step)')
+    if "role" in t and len(roles) < 2:
+        c.problem(f"{prefix}.role", "needs at least one worker role besides the leader")
+    if lane is None or LEADER not in roles or any(r is None for r in roles.values()):
+        return None
+    ordered = [r for n, r in roles.items() if n != LEADER] + [roles[LEADER]]
+    return MultiHostSpec(name=name, lane=lane, roles=tuple(r for r in ordered if r is not None),
+                         timeout=_positive(c, t, prefix, "timeout", None),
+                         worker_grace=_positive(c, t, prefix, "worker_grace", 30.0) or 30.0, source=c.path)
+
+
+def parse_many_hosts(c: Checker, tables: Mapping[str, Any], lanes: Mapping[str, LaneDef]
+                     ) -> tuple[FleetSpec | None, dict[str, MultiHostSpec]]:
+    """``[fleet]`` (None when absent) and the ``[multihost.*]`` steps of one lanes file."""
+    fleet = None
+    if "fleet" in tables:
+        t = c.get(tables, "", "fleet", dict, {})
+        c.keys(t, "fleet", ("every_host", "workers"))
+        every = c.string_list(t, "fleet", "every_host")
+        for i, lane in enumerate(every):
+            if lane not in lanes:
+                c.problem(f"fleet.every_host[{i}]", f'no lane "{lane}"{did_you_mean(lane, lanes)}')
+            elif lanes[lane].mode == "per-board":
+                c.problem(f"fleet.every_host[{i}]", f'"{lane}" already runs once per board and toolkit')
+        workers = c.get(t, "fleet", "workers", int, DEFAULT_WORKERS)
+        if workers < 1:
+            c.problem("fleet.workers", "must be at least 1")
+        fleet = FleetSpec(every_host=tuple(every), workers=max(workers, 1))
+    steps = {}
+    for name, t in c.tables(tables, "", "multihost").items():
+        spec = _parse_multihost(c, name, t, lanes)
+        if spec is not None:
+            steps[name] = spec
+    return fleet, steps
+
+
+_MANY_HOSTS = ("fleet", "multihost")
+
+
+def _many_hosts_of(path: Path, tables: Mapping[str, Any], own: Path | None, lanes: Mapping[str, LaneDef],
+                   targets: set[str], problems: list[str]) -> tuple[FleetSpec, dict[str, MultiHostSpec]]:
+    """``[fleet]`` and ``[multihost.*]`` of the lanes file and of ``manifests/lanes.toml`` beside
+    a project's own file (one ``[fleet]`` in all; a multi-host step is named once)."""
+    found: list[tuple[Checker, FleetSpec | None, dict[str, MultiHostSpec]]] = []
+    for file, data in ((path, tables), *(((own, read_toml(own)),) if own is not None else ())):
+        c = Checker(file)
+        found.append((c, *parse_many_hosts(c, data, lanes)))
+    fleet, steps = FleetSpec(), {}
+    fleets = [(c, f) for c, f, _ in found if f is not None]
+    if len(fleets) > 1:
+        fleets[1][0].problem("fleet", f"also set in {display_path(path)}; keep one [fleet]")
+    if fleets:
+        fleet = fleets[0][1]
+    for c, _, more in found:
+        for name, spec in more.items():
+            if name in steps or name in targets:
+                c.problem(f"multihost.{name}", "the name is taken by a target or another multi-host step")
+            steps[name] = spec
+        problems += c.problems
+    return fleet, steps

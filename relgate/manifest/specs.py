@@ -113,6 +113,7 @@ class StepOptions:
     warnings: str = "deny"
     allow: tuple[AllowRule, ...] = ()
     skip: str | None = None
+    host: str | None = None  # runs on this host only (``host = "spark"``): see the placement section
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,7 +249,7 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
 
 # --- builds.toml ----------------------------------------------------------------------
 
-_OPTION_KEYS = ("cwd", "env", "timeout", "requires", "warnings", "allow", "skip")
+_OPTION_KEYS = ("cwd", "env", "timeout", "requires", "warnings", "allow", "skip", "host")
 
 
 def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_default: str) -> StepOptions:
@@ -283,6 +284,7 @@ def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_defa
         warnings=c.choice(table, prefix, "warnings", WARNING_POLICIES, default=warnings_default) or warnings_default,
         allow=tuple(allow),
         skip=skip,
+        host=_placement_host(c, table, prefix),
     )
 
 
@@ -489,3 +491,16 @@ def _reason(c: Checker, t: Mapping[str, Any], key: str) -> str | None:
         c.problem(f"host.{key}", "needs a reason (a non-empty string)")
         return None
     return value
+
+
+# --- placement: a release target or check on its hardware -----------------------------------
+# ``requires`` names capabilities or boards a host must offer; ``host`` pins the step to one
+# declared host (``make clean && make cuda-spark`` on the Spark box). Both place the step.
+
+
+def _placement_host(c: Checker, table: Mapping[str, Any], prefix: str) -> str | None:
+    host = c.get(table, prefix, "host", str)
+    if host is not None and not host.strip():
+        c.problem(f"{prefix}.host", "must name a host (hosts/NAME.toml)")
+        return None
+    return host

@@ -57,7 +57,7 @@ def _step(name: str, commands: tuple[CommandSpec, ...], root: Path, opts: StepOp
     return PlannedStep(
         name=name, commands=commands, cwd=(root / opts.cwd).resolve(), lane=lane, env=dict(opts.env),
         timeout=opts.timeout, requires=opts.requires, scan_warnings=opts.warnings == "deny",
-        allow=opts.allow, expect_output=expect, produces=produces, skip=skip or opts.skip,
+        allow=opts.allow, expect_output=expect, produces=produces, skip=skip or opts.skip, host=opts.host,
     )
 
 

@@ -36,7 +36,7 @@ from relgate.run.produces import missing_products
 if TYPE_CHECKING:  # the scanners are imported by the first step that scans a build
     from relgate.run.scanners import CompilerWarning, StreamScanner
 
-__all__ = ["HostPool", "StepOutcome", "RunSummary", "Reporter", "run_steps", "sigterm_interrupts"]
+__all__ = ["HostPool", "StepOutcome", "RunSummary", "Reporter", "run_steps", "run_step", "sigterm_interrupts"]
 
 # Signals that mean "someone stopped this command", not "the code crashed".
 _STOP_SIGNALS = {signal.SIGTERM, signal.SIGKILL, signal.SIGINT, signal.SIGHUP}
@@ -160,6 +160,14 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
             reporter.step_finished(outcome)
     ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
     return summary
+
+
+def run_step(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
+             ledger: Ledger, reuse: bool = False) -> StepOutcome:
+    """One step on ``placed`` (an executor, or why there is none): run, judged, recorded.
+    The unit the fleet (``relgate.remote.fleet``) runs on each host's worker."""
+    return _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed, ledger=ledger,
+                    reuse=reuse and not facts.dirty)
 
 
 def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
