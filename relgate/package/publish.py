@@ -459,12 +459,14 @@ def plan_publish_dry_run(plan: Plan, *, environ: Mapping[str, str] = os.environ,
 def run_publish_dry_run(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
                         out: TextIO = sys.stdout, environ: Mapping[str, str] = os.environ) -> RunSummary:
     """``nox -s publish_dry_run``: the rehearsal, one ledger run; the local index is always stopped."""
+    from relgate.remote.pool import host_pool
+
     plan = new_plan(ws, "publish_dry_run", "publish")
     index: LocalIndex | None = None
     try:
         steps, index = plan_publish_dry_run(plan, environ=environ)
         preamble(plan, "publish_dry_run", options, out, offline=False)
-        summary = run_plan(ws, steps, session="publish_dry_run", argv=argv, out=out)
+        summary = run_plan(ws, steps, session="publish_dry_run", argv=argv, pool=host_pool(ws), out=out)
     finally:
         if index is not None:
             stopped = index.stop()

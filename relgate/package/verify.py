@@ -634,12 +634,14 @@ def cleanup(plan: Plan, out: TextIO) -> None:
 def run_package_verify(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
                        out: TextIO = sys.stdout) -> RunSummary:
     """``nox -s package_verify``: build, extract, inspect, verify offline — one ledger run."""
+    from relgate.remote.pool import host_pool
+
     targets, lanes = declared_targets(ws)
     plan = new_plan(ws, "package_verify", "package")
     try:
         steps = plan_package_verify(plan, targets=targets, lanes=lanes)
         preamble(plan, "package_verify", options, out)
-        summary = run_plan(ws, steps, session="package_verify", argv=argv, out=out)
+        summary = run_plan(ws, steps, session="package_verify", argv=argv, pool=host_pool(ws), out=out)
     finally:
         cleanup(plan, out)
     return finish(summary, options, out)

@@ -1,5 +1,5 @@
-"""One run, from planned steps to its summary: the host pool, the ledger run, the table,
-the reports."""
+"""One run, from planned steps to its summary: the ledger run, the table, the reports.
+(The host pool, local and SSH hosts, is :func:`relgate.remote.pool.host_pool`.)"""
 
 from __future__ import annotations
 
@@ -17,28 +17,10 @@ from relgate.manifest.options import RunOptions
 from relgate.manifest.schema import display_path
 from relgate.manifest.workspace import Workspace
 from relgate.run.console import ConsoleReporter, render_summary
-from relgate.run.executor import LocalExecutor
-from relgate.run.hosts import Host, HostFacts, detect_local
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool, RunSummary, run_steps
 
-__all__ = ["host_pool", "candidate_facts", "run_plan", "finish"]
-
-
-def host_pool(ws: Workspace) -> HostPool:
-    """Every declared host; local ones detect their facts (once per invocation: the facts
-    live on the workspace's memo) and get a local executor."""
-    hosts, executors = [], {}
-    for spec in ws.hosts.values():
-        if spec.kind == "local":
-            host = Host(spec=spec, facts=ws.memo.get(("host", spec.name), lambda spec=spec: detect_local(spec)))
-            executors[host.name] = LocalExecutor(host)
-        else:
-            host = Host(spec=spec, facts=HostFacts(boards=spec.boards, driver=spec.driver, toolkit=spec.toolkit,
-                                                   capabilities=frozenset(spec.capabilities)))
-        hosts.append(host)
-    hosts.sort(key=lambda h: h.spec.kind != "local")  # prefer this machine when it offers what is needed
-    return HostPool(hosts, executors)
+__all__ = ["candidate_facts", "run_plan", "finish"]
 
 
 def candidate_facts(ws: Workspace) -> GitFacts:
@@ -53,19 +35,24 @@ def candidate_facts(ws: Workspace) -> GitFacts:
 
 
 def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv: Sequence[str],
-             reuse: bool = False, pool: HostPool | None = None, out: TextIO = sys.stdout) -> RunSummary:
-    """Run planned steps as one ledger run and print the summary table."""
+             pool: HostPool, reuse: bool = False, out: TextIO = sys.stdout) -> RunSummary:
+    """Run planned steps as one ledger run and print the summary table; the pool is closed
+    after it (SSH connections, host locks)."""
     facts = candidate_facts(ws)
     if reuse and facts.dirty:
         print(f"--reuse: the tree at {facts.toplevel} is dirty (modified or untracked files), so nothing "
               "can be reused: a pass counts only for a clean tree; every step runs", file=out)
-    pool = pool or host_pool(ws)
-    with Ledger.open(ws.home) as ledger:
-        run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
-                                  project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
-                                  dirty=facts.dirty, identity=project_identity(ws, facts))
-        summary = run_steps(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
-                            reporter=ConsoleReporter(out), reuse=reuse)
+    try:
+        with Ledger.open(ws.home) as ledger:
+            run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
+                                      project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
+                                      dirty=facts.dirty, identity=project_identity(ws, facts))
+            summary = run_steps(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
+                                reporter=ConsoleReporter(out), reuse=reuse)
+    finally:
+        close = getattr(pool, "close", None)
+        if close is not None:
+            close()
     render_summary(summary, out)
     return summary
 

@@ -1,0 +1,268 @@
+"""The host pool: every declared host with its executor, local or SSH.
+
+SSH hosts connect and detect their facts when placement first needs them (a local-only
+session never dials the GPU boxes), all at once in parallel when the whole fleet is asked
+for (``pool.hosts``). A host with ``permission = "…"`` takes part only when the run names
+it (``--allow-host NAME``). Before the first command on an SSH host the pool's executor takes
+the host's lock (exclusive hosts, for the whole lane, with the GPU preflight), delivers the
+candidate commit and verifies the remote HEAD; every command then runs in that checkout, and
+the evidence file it wrote is fetched back into the local ledger's file for the step.
+"""
+
+from __future__ import annotations
+
+import getpass
+import os
+import shlex
+import socket
+import subprocess
+import threading
+import uuid
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+
+from relgate.core.errors import InputError
+from relgate.core.redact import redact_env
+from relgate.ledger.gitfacts import read_git_facts
+from relgate.manifest.schema import did_you_mean
+from relgate.manifest.workspace import Workspace
+from relgate.remote.delivery import Delivery, deliver, remote_layout
+from relgate.remote.facts import detect_remote
+from relgate.remote.locks import HostLock, acquire, gpu_preflight, release
+from relgate.remote.ssh import SshError, SshExecutor
+from relgate.run.executor import CommandRequest, CommandResult, Executor, LocalExecutor, LogSink
+from relgate.run.hosts import Host, HostFacts, detect_local
+from relgate.run.plan import PlannedStep
+from relgate.run.runner import HostPool
+
+__all__ = ["host_pool", "RemotePool", "RemoteExecutor", "RunContext"]
+
+_DEFAULT_WORKDIR = "~/.relgate-work"
+
+
+class RunContext:
+    """What every remote executor of one pool shares: the candidate and who is asking."""
+
+    def __init__(self, ws: Workspace) -> None:
+        facts = read_git_facts(ws.project.root)
+        self.commit = facts.commit
+        self.dirty = facts.dirty
+        self.project = ws.project.name
+        self.root = ws.project.root
+        self.evidence_env = ws.project.evidence_env
+        self.token = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.owner = f"{getpass.getuser()}@{socket.gethostname()}"
+
+    def toplevel(self) -> tuple[Path, str]:
+        """The local git repository holding the project, and the project's folder inside it."""
+        done = subprocess.run(["git", "-C", str(self.root), "rev-parse", "--show-toplevel"], capture_output=True,
+                              text=True)
+        if done.returncode != 0:
+            raise SshError(f"{self.root} is not in a git repository: nothing can be delivered to a host")
+        top = Path(done.stdout.strip()).resolve()
+        return top, self.root.resolve().relative_to(top).as_posix()
+
+
+class RemoteExecutor:
+    """An SSH host as the runner sees it: prepared once (lock, preflight, delivery), then each
+    command in the candidate's checkout, evidence fetched back after it."""
+
+    def __init__(self, host: Host, ctx: RunContext) -> None:
+        self.host = host
+        self.ssh = SshExecutor(host)
+        self._ctx = ctx
+        self._detected = False
+        self._failed: str | None = None
+        self._delivery: Delivery | None = None
+        self._lock: HostLock | None = None
+        self._workdir: str | None = None
+        self._guard = threading.Lock()
+
+    def detect(self) -> Host:
+        """Connect and detect the host's facts (declared ones when it cannot be reached)."""
+        with self._guard:
+            if not self._detected:
+                self._detected = True
+                try:
+                    facts = detect_remote(self.ssh)
+                    self.host = replace(self.host, facts=facts)
+                    self.ssh.host = self.host
+                except SshError as exc:
+                    self._failed = str(exc)
+            return self.host
+
+    def _prepare(self, sink: LogSink) -> str | None:
+        with self._guard:
+            if self._failed is not None or self._delivery is not None:
+                return self._failed
+            say = lambda line: sink.write(f"# relgate: {line}\n")  # noqa: E731
+            try:
+                workdir = self._remote_workdir()
+                if self.host.spec.exclusive:
+                    self._lock = acquire(self.ssh, workdir=workdir, owner=self._ctx.owner, run_id=self._ctx.token,
+                                         wait=self.host.spec.lock_wait, say=say)
+                    say(f"{self.host.name}: locked for this lane ({self._lock.describe()})")
+                    gpu_preflight(self.ssh, say=say)
+                repo, subdir = self._ctx.toplevel()
+                self._delivery = deliver(self.ssh, repo=repo, commit=self._ctx.commit, workdir=workdir,
+                                         project=self._ctx.project, project_subdir=subdir)
+            except SshError as exc:
+                self._failed = str(exc)
+                return self._failed
+            d = self._delivery
+            how = ("checkout reused" if d.reused else "checked out") + (
+                f", {'incremental' if d.incremental else 'full'} bundle of {d.bundle_bytes} bytes" if d.bundle_bytes
+                else ", commit already there")
+            say(f"{self.host.name}: HEAD of {d.checkout} verified = {d.commit} ({how})")
+            if self._ctx.dirty:
+                say("the local tree is dirty: the host runs the committed candidate only; the records say dirty")
+            return None
+
+    def _remote_workdir(self) -> str:
+        if self._workdir is None:
+            workdir = self.host.spec.workdir or _DEFAULT_WORKDIR
+            if workdir.startswith("~"):
+                code, home = self.ssh.capture("cd && pwd")
+                if code != 0 or not home.strip().startswith("/"):
+                    raise SshError(f"{self.host.name}: cannot find the home folder for workdir {workdir}")
+                workdir = home.strip() + workdir[1:]
+            self._workdir = workdir
+        return self._workdir
+
+    def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
+        started = datetime.now(timezone.utc)
+        failed = self._prepare(sink)
+        if failed is not None:
+            return self._refused(request, sink, failed, started)
+        assert self._delivery is not None
+        try:
+            rel = Path(request.cwd).resolve().relative_to(self._ctx.root.resolve()).as_posix()
+        except ValueError:
+            return self._refused(request, sink, f"{request.cwd} is outside the project; it has no place on "
+                                 f"{self.host.name}", started)
+        cwd = PurePosixPath(self._delivery.project_dir) / rel
+        env = dict(request.env)
+        local_evidence: Path | None = None
+        remote_evidence = ""
+        if self._ctx.evidence_env in env:
+            local_evidence = Path(env[self._ctx.evidence_env])
+            base = remote_layout(self._remote_workdir(), self._ctx.project)
+            remote_evidence = f"{base}/evidence/{self._ctx.token}/{local_evidence.name}"
+            env[self._ctx.evidence_env] = remote_evidence
+            try:
+                self.ssh.capture(f"mkdir -p {shlex.quote(str(PurePosixPath(remote_evidence).parent))}")
+            except SshError as exc:
+                return self._refused(request, sink, str(exc), started)
+        result = self.ssh.run(replace(request, cwd=cwd, env=env), sink)
+        if local_evidence is None:
+            return result
+        try:
+            got = self.ssh.get(remote_evidence, local_evidence)
+        except SshError as exc:
+            message = f"evidence not brought back from {self.host.name}:{remote_evidence}: {exc}"
+            sink.write(f"# relgate: {message}\n")
+            return result if result.spawn_error else replace(result, spawn_error=message)
+        sink.write(f"# relgate: evidence {'fetched from' if got else 'not written at'} "
+                   f"{self.host.name}:{remote_evidence}\n")
+        return result
+
+    def _refused(self, request: CommandRequest, sink: LogSink, message: str, started: datetime) -> CommandResult:
+        sink.write(f"# relgate: {message}\n")
+        return CommandResult(host=self.host.name, command=request.display(), cwd=str(request.cwd),
+                             env=redact_env(dict(request.env)), exit_code=None, signal=None, started=started,
+                             duration=0.0, timed_out=False, spawn_error=message, log_path=sink.path,
+                             tail=message + "\n")
+
+    def close(self) -> None:
+        with self._guard:
+            if self._lock is not None:
+                try:
+                    release(self.ssh, self._lock)
+                except SshError:
+                    pass  # the lock's pid dies with the connection: the next run sees it stale
+                self._lock = None
+            self.ssh.close()
+
+
+class RemotePool(HostPool):
+    """:class:`HostPool` with SSH hosts detected on demand and permission hosts held back."""
+
+    def __init__(self, hosts: Sequence[Host], executors: dict[str, Executor], *, blocked: dict[str, str]) -> None:
+        self._hosts: list[Host] = []
+        super().__init__(hosts, executors)
+        self.blocked = dict(blocked)
+        self._all_detected = False
+
+    @property  # type: ignore[override]
+    def hosts(self) -> list[Host]:
+        """Every usable host with its facts (connects to every SSH host, in parallel, once)."""
+        if not self._all_detected:
+            self._all_detected = True
+            remote = [e for e in self.executors.values() if isinstance(e, RemoteExecutor)]
+            if remote:
+                with ThreadPoolExecutor(max_workers=min(16, len(remote))) as workers:
+                    list(workers.map(RemoteExecutor.detect, remote))
+            self._refresh()
+        return [h for h in self._hosts if h.name not in self.blocked]
+
+    @hosts.setter
+    def hosts(self, value: list[Host]) -> None:
+        self._hosts = list(value)
+
+    def _refresh(self) -> None:
+        self._hosts = [self.executors[h.name].host if h.name in self.executors else h for h in self._hosts]
+
+    def place(self, step: PlannedStep) -> Executor | str:
+        if step.host is not None and step.host in self.blocked:
+            return self.blocked[step.host]
+        for host in self._hosts:
+            if (step.host is not None and host.name != step.host) or host.name in self.blocked:
+                continue
+            executor = self.executors.get(host.name)
+            if isinstance(executor, RemoteExecutor):
+                host = executor.detect()
+                self._refresh()
+            if executor is not None and not host.missing(step.requires):
+                return executor
+        held = [h for h in self._hosts if h.name in self.blocked and (step.host is None or h.name == step.host)
+                and not h.missing(step.requires)]
+        placed = super().place(step)
+        if isinstance(placed, str) and held:
+            placed += "; " + "; ".join(self.blocked[h.name] for h in held)
+        return placed
+
+    def close(self) -> None:
+        for executor in self.executors.values():
+            if isinstance(executor, RemoteExecutor):
+                executor.close()
+
+
+def host_pool(ws: Workspace, *, allow_hosts: Sequence[str] = ()) -> RemotePool:
+    """Every declared host; local ones detect their facts and get a local executor, SSH ones a
+    remote executor that connects when first needed."""
+    for name in allow_hosts:
+        if name not in ws.hosts:
+            raise InputError(f"--allow-host {name}: no host named {name}" + did_you_mean(name, ws.hosts))
+    hosts: list[Host] = []
+    executors: dict[str, Executor] = {}
+    blocked: dict[str, str] = {}
+    ctx: RunContext | None = None
+    for spec in ws.hosts.values():
+        if spec.kind == "local":
+            # once per invocation: the facts live on the workspace's memo
+            host = Host(spec=spec, facts=ws.memo.get(("host", spec.name), lambda spec=spec: detect_local(spec)))
+            executors[host.name] = LocalExecutor(host)
+        else:
+            host = Host(spec=spec, facts=HostFacts(boards=spec.boards, driver=spec.driver, toolkit=spec.toolkit,
+                                                   capabilities=frozenset(spec.capabilities)))
+            ctx = ctx or RunContext(ws)
+            executors[host.name] = RemoteExecutor(host, ctx)
+        if spec.permission and spec.name not in allow_hosts:
+            blocked[spec.name] = (f"{spec.name} may be used only when the run names it ({spec.permission}): "
+                                  f"--allow-host {spec.name}")
+        hosts.append(host)
+    hosts.sort(key=lambda h: h.spec.kind != "local")  # prefer this machine when it offers what is needed
+    return RemotePool(hosts, executors, blocked=blocked)

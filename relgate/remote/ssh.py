@@ -1,0 +1,392 @@
+"""The SSH executor: the executor seam of :mod:`relgate.run.executor` over one kept connection.
+
+Built on Fabric's ``Connection`` (paramiko underneath), with the host-key policy set on every
+client: the host file's ``known_hosts`` is loaded and an unknown or changed key is refused
+with a message naming the host, the key's fingerprint and how to trust it. Fabric accepts
+unknown keys by default; this module never does.
+
+A command runs in its own process group on the host (``setsid``, or perl's ``setpgrp`` where
+there is none, as on macOS); its pid is reported on the channel's stderr, so a timeout or an
+interrupt ends the whole group, and a watchdog on the host ends it when the SSH session that
+started it is gone (a dropped connection). Output is read from the channel in large chunks
+and written to the log sink as it arrives, redacted line by line, in bounded memory.
+"""
+
+from __future__ import annotations
+
+import base64
+import codecs
+import hashlib
+import logging
+import shlex
+import socket
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+import paramiko
+from fabric import Config, Connection
+
+from relgate.core.redact import Redactor, is_secret_name, redact_env
+from relgate.manifest.specs import HostSpec
+from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, LogSink
+from relgate.run.hosts import Host
+
+__all__ = ["SshError", "SshExecutor", "fingerprint", "connect", "wrapper_script"]
+
+_CHUNK = 1 << 20
+_WINDOW = 1 << 24  # a large channel window keeps bulk output flowing (paramiko's default is 2 MiB)
+_MAX_PACKET = 1 << 15
+_HOLD = 4096  # bytes of an unfinished line kept back, so a secret split across chunks is still hidden
+_LINE_CAP = 1 << 16  # an unfinished line longer than this is written anyway (bounded memory)
+_KILL_GRACE = 5.0
+_PGID = "@relgate-pgid "
+_NOCWD = "@relgate-nocwd"
+
+# paramiko logs a failed handshake at ERROR with a traceback; the error reaches the person once,
+# as the step's reason, not again on stderr through logging's last-resort handler.
+logging.getLogger("paramiko").addHandler(logging.NullHandler())
+
+
+class SshError(Exception):
+    """A connection could not be made, or was lost; the message names the host and what to do."""
+
+
+def fingerprint(key: paramiko.PKey) -> str:
+    """``SHA256:…`` as ``ssh-keygen -l`` and OpenSSH's own prompts print it."""
+    return "SHA256:" + base64.b64encode(hashlib.sha256(key.asbytes()).digest()).decode().rstrip("=")
+
+
+def _keyscan(spec: HostSpec) -> str:
+    return f"ssh-keyscan -p {spec.port} {spec.address} >> {spec.known_hosts}"
+
+
+class _Refuse(paramiko.MissingHostKeyPolicy):
+    """paramiko's ``RejectPolicy``, with a message a person can act on."""
+
+    def __init__(self, spec: HostSpec) -> None:
+        self._spec = spec
+
+    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        spec = self._spec
+        raise SshError(
+            f"{spec.name} ({spec.address}:{spec.port}): unknown host key {key.get_name()} {fingerprint(key)}, "
+            f"not in {spec.known_hosts}; check the fingerprint on the host (ssh-keygen -lf "
+            f"/etc/ssh/ssh_host_*_key.pub), then trust it: {_keyscan(spec)}")
+
+
+def connect(spec: HostSpec) -> Connection:
+    """An open Fabric connection with strict host keys, or :class:`SshError`."""
+    if spec.known_hosts is None:
+        raise SshError(f"{spec.name}: no known_hosts file in {spec.source}; host keys are never accepted blindly")
+    kwargs: dict[str, Any] = {"banner_timeout": spec.connect_timeout, "auth_timeout": spec.connect_timeout}
+    if spec.identity:
+        kwargs.update(key_filename=[spec.identity], allow_agent=False, look_for_keys=False)
+    config = Config(overrides={"load_ssh_configs": False, "run": {"hide": True}})
+    conn = Connection(spec.address, user=spec.user, port=spec.port, config=config,
+                      connect_timeout=max(1, int(round(spec.connect_timeout))), connect_kwargs=kwargs)
+    client = conn.client
+    client.set_missing_host_key_policy(_Refuse(spec))
+    try:
+        client.load_host_keys(str(spec.known_hosts))
+    except (OSError, paramiko.SSHException) as exc:
+        raise SshError(f"{spec.name}: cannot read known_hosts {spec.known_hosts}: {exc}") from None
+    where = f"{spec.name} ({spec.user + '@' if spec.user else ''}{spec.address}:{spec.port})"
+    try:
+        conn.open()
+    except SshError:
+        raise
+    except paramiko.BadHostKeyException as exc:
+        raise SshError(
+            f"{where}: host key CHANGED: it offers {exc.key.get_name()} {fingerprint(exc.key)}, {spec.known_hosts} "
+            f"expects {fingerprint(exc.expected_key)}; if the host was really re-keyed, check the new "
+            f"fingerprint on the host, remove the old line from {spec.known_hosts}, then: {_keyscan(spec)}") from None
+    except paramiko.AuthenticationException as exc:
+        raise SshError(f"{where}: authentication failed ({exc}); identity {spec.identity or 'agent/default keys'}") \
+            from None
+    except (TimeoutError, socket.timeout):
+        raise SshError(f"{where}: no answer within the connect timeout ({spec.connect_timeout:g} s)") from None
+    except paramiko.SSHException as exc:
+        transport = client.get_transport()
+        saved = getattr(transport, "saved_exception", None) if transport is not None else None
+        text = str(saved or exc)
+        if "banner" in text.lower() or "no existing session" in text.lower():
+            text = (f"no SSH handshake within the connect timeout ({spec.connect_timeout:g} s): the host "
+                    "accepted the connection but did not answer, or closed it")
+        raise SshError(f"{where}: {text}") from None
+    except OSError as exc:
+        raise SshError(f"{where}: cannot connect: {exc.strerror or exc}") from None
+    transport = client.get_transport()
+    if transport is not None:
+        transport.set_keepalive(max(1, int(spec.keepalive)))
+    return conn
+
+
+def wrapper_script(request: CommandRequest, cwd: str, env: Mapping[str, str]) -> str:
+    """The POSIX sh script (sent on stdin, so no secret shows in the host's process list) that
+    runs the command in its own process group, reports the group on stderr, and ends the
+    group when the SSH session that started it is gone."""
+    exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
+    if request.argv is not None:
+        command = shlex.join(request.argv)
+    else:
+        command = "/bin/sh -c " + shlex.quote(request.shell or "")
+    return (
+        exports
+        + f"cd {shlex.quote(cwd)} 2>/dev/null || {{ echo '{_NOCWD}' >&2; exit 127; }}\n"
+        "if command -v setsid >/dev/null 2>&1; then set -- setsid\n"
+        "else set -- perl -e 'setpgrp(0,0); exec @ARGV or die \"cannot run $ARGV[0]: $!\\n\"'; fi\n"
+        f'"$@" {command} </dev/null 2>&1 &\n'
+        "pid=$!\n"
+        f"printf '{_PGID}%s\\n' \"$pid\" >&2\n"
+        "ppid=$PPID\n"
+        "( trap '' HUP; while kill -0 \"$pid\" 2>/dev/null; do\n"
+        "    if ! kill -0 \"$ppid\" 2>/dev/null; then\n"
+        "      kill -TERM -\"$pid\" 2>/dev/null; sleep 2; kill -KILL -\"$pid\" 2>/dev/null; exit 0; fi\n"
+        "    sleep 1; done ) </dev/null >/dev/null 2>&1 &\n"
+        "watch=$!\n"
+        'wait "$pid"; rc=$?\n'
+        'kill "$watch" 2>/dev/null\n'
+        "exit $rc\n"
+    )
+
+
+def kill_group_script(pgid: int, grace: float = _KILL_GRACE) -> str:
+    steps = int(grace * 10)
+    return (f"kill -TERM -{pgid} 2>/dev/null; i=0; while kill -0 -{pgid} 2>/dev/null && [ $i -lt {steps} ]; "
+            f"do sleep 0.1; i=$((i+1)); done; kill -KILL -{pgid} 2>/dev/null; true")
+
+
+class _Lines:
+    """Decode, redact and write output as it arrives; only a bounded unfinished line is held."""
+
+    def __init__(self, sink: LogSink, redact: Redactor) -> None:
+        self._sink, self._redact = sink, redact
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._held = ""
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+
+    def feed(self, data: bytes) -> None:
+        text = self._held + self._decoder.decode(data)
+        cut = text.rfind("\n") + 1
+        if not cut and len(text) > _LINE_CAP:
+            cut = len(text) - _HOLD
+        self._held = text[cut:]
+        if cut:
+            self._emit(text[:cut])
+
+    def close(self) -> None:
+        rest = self._held + self._decoder.decode(b"", final=True)
+        self._held = ""
+        if rest:
+            self._emit(rest)
+
+    def _emit(self, text: str) -> None:
+        text = self._redact(text)
+        self._sink.write(text)
+        self.tail.extend(text[-(_LINE_CAP * 2):].splitlines(keepends=True)[-TAIL_LINES:])
+
+
+class SshExecutor:
+    """Runs commands on one SSH host over one kept connection (reopened after a loss)."""
+
+    def __init__(self, host: Host) -> None:
+        self.host = host
+        self.spec = host.spec
+        self._conn: Connection | None = None
+        self._lock = threading.Lock()
+
+    # --- the connection -------------------------------------------------------------------
+
+    def connection(self) -> Connection:
+        with self._lock:
+            if self._conn is not None and self._conn.is_connected:
+                return self._conn
+            self._conn = None
+            self._conn = connect(self.spec)
+            return self._conn
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None:
+                self._conn.close()
+                self._conn = None
+
+    def _transport(self) -> paramiko.Transport:
+        transport = self.connection().client.get_transport()
+        if transport is None or not transport.is_active():
+            raise SshError(f"{self.spec.name}: the connection is closed")
+        return transport
+
+    def capture(self, command: str, *, timeout: float = 60.0, limit: int = 1 << 20) -> tuple[int | None, str]:
+        """Run a short shell command; its exit status and (bounded) stdout+stderr. Raises SshError."""
+        try:
+            chan = self._transport().open_session()
+            chan.set_combine_stderr(True)
+            chan.settimeout(timeout)
+            chan.exec_command(command)
+            out = bytearray()
+            while True:
+                data = chan.recv(65536)
+                if not data:
+                    break
+                if len(out) < limit:
+                    out += data[: limit - len(out)]
+            code = chan.recv_exit_status()
+            chan.close()
+        except (socket.timeout, TimeoutError):
+            raise SshError(f"{self.spec.name}: no answer within {timeout:g} s to {command[:60]!r}") from None
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self._drop()
+            raise SshError(f"{self.spec.name}: connection lost ({exc or type(exc).__name__})") from None
+        return (None if code == -1 else code), out.decode("utf-8", "replace")
+
+    def with_env(self, command: str) -> str:
+        """``command`` with the host file's ``env`` exported first (PATH to a toolkit, …)."""
+        return "".join(f"export {k}={shlex.quote(v)}; " for k, v in self.spec.env.items()) + command
+
+    def put(self, local: Path, remote: str) -> None:
+        try:
+            sftp = self.connection().sftp()
+            sftp.put(str(local), remote)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise SshError(f"{self.spec.name}: cannot upload {local.name} to {remote}: {exc}") from None
+
+    def get(self, remote: str, local: Path) -> bool:
+        """Fetch a file; False when it does not exist on the host. Raises SshError otherwise."""
+        try:
+            sftp = self.connection().sftp()
+            try:
+                sftp.stat(remote)
+            except FileNotFoundError:
+                return False
+            sftp.get(remote, str(local))
+            return True
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise SshError(f"{self.spec.name}: cannot fetch {remote}: {exc}") from None
+
+    def _drop(self) -> None:
+        with self._lock:
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception:  # noqa: BLE001 - a dead connection may fail to close; it is gone either way
+                pass
+
+    # --- the executor seam ----------------------------------------------------------------
+
+    def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
+        env = {**self.spec.env, **request.env}
+        redact = Redactor([*(v for k, v in env.items() if is_secret_name(k)), *request.secrets()])
+        lines = _Lines(sink, redact)
+        started = datetime.now(timezone.utc)
+        t0 = time.monotonic()
+        timeout = request.timeout if request.timeout is not None else self.spec.command_timeout
+
+        def result(**kw: object) -> CommandResult:
+            lines.close()
+            base = dict(host=self.host.name, command=redact(request.display()), cwd=str(request.cwd),
+                        env=redact_env(dict(request.env)), started=started, duration=time.monotonic() - t0,
+                        log_path=sink.path, tail="".join(lines.tail), exit_code=None, signal=None,
+                        timed_out=False, spawn_error=None)
+            base.update(kw)
+            return CommandResult(**base)  # type: ignore[arg-type]
+
+        def say(message: str) -> None:
+            lines.feed(f"\n# relgate: {message}\n".encode())
+
+        try:
+            chan = self._transport().open_session(window_size=_WINDOW, max_packet_size=_MAX_PACKET)
+            chan.exec_command("exec /bin/sh -s")
+            chan.sendall(wrapper_script(request, str(PurePosixPath(request.cwd)), env).encode())
+            chan.shutdown_write()
+        except SshError as exc:
+            say(str(exc))
+            return result(spawn_error=str(exc))
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            self._drop()
+            message = f"{self.spec.name}: cannot start the command: {exc or type(exc).__name__}"
+            say(message)
+            return result(spawn_error=message)
+
+        control = bytearray()
+        pgid: int | None = None
+        timed_out = False
+        deadline = None if timeout is None else t0 + timeout
+        chan.settimeout(0.25)
+        try:
+            while True:
+                try:
+                    data = chan.recv(_CHUNK)
+                except socket.timeout:
+                    data = None
+                if chan.recv_stderr_ready():
+                    control += chan.recv_stderr(65536)
+                    if pgid is None and _PGID.encode() in control:
+                        pgid = _parse_pgid(control)
+                if data:
+                    lines.feed(data)
+                elif data == b"":
+                    break
+                if deadline is not None and not timed_out and time.monotonic() > deadline:
+                    timed_out = True
+                    say(f"timed out after {timeout:g} s; ending the remote process group {pgid}")
+                    self._kill(pgid)
+                    deadline = time.monotonic() + _KILL_GRACE + 5  # drain what the group still prints
+                elif timed_out and deadline is not None and time.monotonic() > deadline:
+                    break
+            while not chan.exit_status_ready() and not chan.closed:
+                time.sleep(0.01)
+            while chan.recv_stderr_ready():
+                control += chan.recv_stderr(65536)
+        except BaseException:
+            # Ctrl-C, SIGTERM (Interrupted) or a crash here: never leave the command behind.
+            self._kill(pgid or _parse_pgid(control))
+            raise
+        pgid = pgid or _parse_pgid(control)
+        transport = chan.get_transport()
+        status = chan.exit_status if chan.exit_status_ready() else -1
+        if status == -1 or transport is None or not transport.is_active():
+            message = self._lost(pgid)
+            say(message)
+            return result(spawn_error=message, timed_out=timed_out)
+        chan.close()
+        if _NOCWD.encode() in control:
+            message = f"cannot run on {self.spec.name}: working directory {request.cwd} does not exist there"
+            say(message)
+            return result(spawn_error=message)
+        if timed_out:
+            return result(timed_out=True)
+        return result(exit_code=status)
+
+    def _kill(self, pgid: int | None) -> None:
+        if pgid is None:
+            return
+        try:
+            self.capture(kill_group_script(pgid), timeout=_KILL_GRACE + 10)
+        except SshError:
+            pass
+
+    def _lost(self, pgid: int | None) -> str:
+        """A dropped connection: reconnect once to end the command's process group."""
+        self._drop()
+        base = f"connection to {self.spec.name} lost while the command ran (the partial log is kept)"
+        if pgid is None:
+            return base
+        try:
+            self.capture(kill_group_script(pgid, grace=2.0), timeout=self.spec.connect_timeout + 10)
+        except SshError as exc:
+            return f"{base}; could not reconnect to end process group {pgid} ({exc}); its watchdog ends it"
+        return f"{base}; the remote process group {pgid} was ended"
+
+
+def _parse_pgid(control: bytes | bytearray) -> int | None:
+    for line in bytes(control).decode("utf-8", "replace").splitlines():
+        if line.startswith(_PGID) and line[len(_PGID):].strip().isdigit():
+            return int(line[len(_PGID):])
+    return None
