@@ -173,17 +173,21 @@ def test_a_target_expected_to_record_evidence_that_brings_none_is_an_error(tinyi
     assert row["reason"] == "expected evidence in $TINYINFER_EVIDENCE, none came back (no file)"
 
 
-def test_placement_names_what_is_missing_and_hosts_without_an_executor(tinyinfer: Project) -> None:
+def test_placement_names_what_is_missing_and_an_unreachable_host_is_an_error(tinyinfer: Project) -> None:
+    from sshd_support import free_port
+
+    (tinyinfer.hosts / "known_hosts").write_text("")
     (tinyinfer.hosts / "gpu1.toml").write_text(
-        '[host]\nname = "gpu1"\nkind = "ssh"\naddress = "127.0.0.1"\nboards = ["H100"]\n'
-        'capabilities = ["cuda", "sm90"]\n')
+        f'[host]\nname = "gpu1"\nkind = "ssh"\naddress = "127.0.0.1"\nport = {free_port()}\nboards = ["H100"]\n'
+        'capabilities = ["cuda", "sm90"]\nknown_hosts = "known_hosts"\nconnect_timeout = 2\n')  # nobody listens
     lanes = tinyinfer.manifests / "lanes.toml"
     lanes.write_text(lanes.read_text().replace('command = "make bench"\n',
                                                'command = "make bench"\nrequires = ["MI300X"]\n'))
-    tinyinfer.nox("gate", "bench")
+    done = tinyinfer.nox("gate", "bench")
+    assert done.returncode == 1  # an error is not a pass
     rows = _rows(tinyinfer)
-    assert rows["kernels-cuda"]["verdict"] == "not-run"
-    assert "gpu1" in rows["kernels-cuda"]["reason"] and "no executor" in rows["kernels-cuda"]["reason"]
+    assert rows["kernels-cuda"]["verdict"] == "error" and rows["kernels-cuda"]["host"] == "gpu1"
+    assert "gpu1 (127.0.0.1:" in rows["kernels-cuda"]["reason"] and "cannot connect" in rows["kernels-cuda"]["reason"]
     assert rows["matvec-bench"]["reason"] == "no host offers MI300X"
 
 
