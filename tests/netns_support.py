@@ -3,7 +3,8 @@ a real sshd inside (``tests/sshd_support.py``).
 
 ``netns_hosts(tmp, 4)`` makes namespaces ``rgNNNNN`` (``ip netns add``), each joined to the
 root namespace by a veth pair on its own /30 of 10.241.0.0/16 (root side ``.1``, the host
-``.2``), starts sshd on the host address inside the namespace, and yields one
+``.2``, a route to the rest of the pool through the root end, forwarding enabled on the
+root ends only), starts sshd on the host address inside the namespace, and yields one
 :class:`NetnsHost` per namespace. Everything is torn down by name and pid on exit: the sshd
 (and the sessions it forked), any process still inside a namespace we made, the veth
 pair, the namespace. Addresses are only ever assigned inside namespaces made here.
@@ -37,7 +38,7 @@ _LOCK = Path("/run/relgate-test-netns.lock")
 _probe_result: list[str | None] = []
 
 
-@dataclass(frozen=True, kw_only=True)
+@dataclass(kw_only=True)
 class NetnsHost:
     netns: str  # the namespace's name (``ip netns exec NAME …``)
     address: str  # the host's address, inside the namespace
@@ -48,6 +49,13 @@ class NetnsHost:
         """``hosts_dir/NAME.toml`` for this host (its known_hosts file beside it)."""
         return self.sshd.host_file(hosts_dir / f"{name}.toml", name=name, known_hosts=f"{name}.known_hosts",
                                    extra=extra)
+
+    def restart_sshd(self) -> None:
+        """Stop this host's sshd (if still running) and start it again with the same keys."""
+        old = self.sshd
+        old.stop()
+        self.sshd = start_sshd(old.dir, self.address, port=22, netns=("ip", "netns", "exec", self.netns),
+                               host_key=old.host_key, client_key=old.client_key)
 
 
 def _ip(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -107,6 +115,10 @@ def _make_link(index: int) -> tuple[str, str, str]:
         _ip("-n", name, "addr", "add", f"{address}/30", "dev", inner)
         _ip("-n", name, "link", "set", inner, "up")
         _ip("-n", name, "link", "set", "lo", "up")
+        # Hosts reach each other (multi-host steps) through the root namespace: a route to the
+        # pool in each namespace, and forwarding on our own veth ends only (not system-wide).
+        _ip("-n", name, "route", "add", str(_POOL), "via", gateway)
+        Path(f"/proc/sys/net/ipv4/conf/{outer}/forwarding").write_text("1\n")
     except BaseException:
         _remove_link(name)
         raise
@@ -144,6 +156,7 @@ def netns_hosts(tmp: Path, count: int) -> Iterator[list[NetnsHost]]:
         hosts = []
         for name, address, gateway in links:
             sshd = start_sshd(tmp / name, address, port=22, netns=("ip", "netns", "exec", name))
-            stack.callback(sshd.stop)
-            hosts.append(NetnsHost(netns=name, address=address, gateway=gateway, sshd=sshd))
+            host = NetnsHost(netns=name, address=address, gateway=gateway, sshd=sshd)
+            stack.callback(lambda h=host: h.sshd.stop())  # the current one, after any restart
+            hosts.append(host)
         yield hosts

@@ -166,9 +166,9 @@ def _stop_script(pidfile: str) -> str:
     f = shlex.quote(pidfile)
     return (f"p=$(cat {f} 2>/dev/null) || exit 0; "
             "g=$(ps -o pgid= -p \"$p\" 2>/dev/null | tr -d ' '); "
-            "if [ -n \"$g\" ]; then kill -TERM -- \"-$g\" 2>/dev/null; else kill -TERM \"$p\" 2>/dev/null; fi; "
+            "if [ -n \"$g\" ]; then kill -TERM -\"$g\" 2>/dev/null; else kill -TERM \"$p\" 2>/dev/null; fi; "
             f"i=0; while kill -0 \"$p\" 2>/dev/null && [ $i -lt {_STOP_GRACE * 10} ]; do sleep 0.1; i=$((i+1)); done; "
-            "if [ -n \"$g\" ]; then kill -KILL -- \"-$g\" 2>/dev/null; fi; kill -KILL \"$p\" 2>/dev/null; "
+            "if [ -n \"$g\" ]; then kill -KILL -\"$g\" 2>/dev/null; fi; kill -KILL \"$p\" 2>/dev/null; "
             f"rm -f {f}; exit 0")
 
 
