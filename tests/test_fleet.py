@@ -17,7 +17,7 @@ import pytest
 
 from netns_support import NetnsHost, netns_hosts, netns_missing
 from relgate.core.verdict import Verdict
-from conftest import git
+from conftest import git, ledger_of
 from relgate.ledger.gitfacts import GitFacts, read_git_facts
 from relgate.ledger.store import Ledger
 from relgate.manifest.schema import read_toml
@@ -337,3 +337,120 @@ command = "true"
     outcome, = result.alone
     assert outcome.verdict is Verdict.NOT_RUN
     assert outcome.reason == "role worker needs 2 host(s) offering metal besides the other roles' (free: none)"
+
+
+# --- through the command line: lanes.toml [fleet], per-board lanes, release targets on a host ----------
+
+FLEET_LANES = """
+[lanes]
+"kernels-cpu" = "gate"
+"qual-tool" = "qualification"
+
+[target.kernels-cpu]
+path = "tests/test_kernels.c"
+command = "make test"
+requires = ["netns"]
+evidence = true
+
+[target.qual-tool]
+command = "sh -c 'echo qualifying on $(hostname -I 2>/dev/null || ip -4 -br addr)'"
+requires = ["netns"]
+
+[fleet]
+every_host = ["gate"]
+workers = 4
+"""
+
+
+def _fleet_project(tmp_path: Path, ns: list[NetnsHost], boards: list[str]):  # type: ignore[no-untyped-def]
+    from conftest import copy_example
+
+    project = copy_example(tmp_path, "tinyinfer")
+    (project.manifests / "lanes.toml").write_text(FLEET_LANES)
+    for i, (h, board) in enumerate(zip(ns, boards)):
+        h.host_file(project.hosts, f"ns{i + 1}", extra=f'capabilities = ["netns"]\nboards = ["{board}"]\n'
+                                                       f'toolkit = "tk 1"\nconnect_timeout = 5\n')
+    return project
+
+
+def _rows_of(project) -> dict:  # type: ignore[no-untyped-def]
+    import json
+
+    done = project.relgate("status", "--json")
+    assert done.returncode == 0, done.stderr
+    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
+
+
+def test_cli_gate_on_every_host_of_the_fleet_evidence_back_per_host_one_bad_host_does_not_stop_the_others(
+        ns, tmp_path: Path) -> None:
+    project = _fleet_project(tmp_path, ns[:3], ["H200", "H200", "L4"])
+    (project.hosts / "ns3.known_hosts").write_text(ns[0].sshd.known_hosts_line.replace(ns[0].address, ns[2].address)
+                                                   + "\n")  # ns3 presents a key we never trusted
+    done = project.relgate("lane", "gate")
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = _rows_of(project)
+    for name in ("ns1", "ns2"):
+        row = rows[f"kernels-cpu@{name}"]
+        assert row["verdict"] == "pass" and row["host"] == name and row["board"] == "H200", row
+    bad = rows["kernels-cpu@ns3"]
+    assert bad["verdict"] == "error" and bad["host"] == "ns3" and "ssh-keyscan" in bad["reason"], bad
+    assert "host ns1: 1 pass" in done.stdout and "host ns3: 1 error" in done.stdout
+    with ledger_of(project) as ledger:
+        captured = {e.step_id for e in ledger.evidence()}
+    assert {rows["kernels-cpu@ns1"]["id"], rows["kernels-cpu@ns2"]["id"]} <= captured
+
+
+def test_cli_qualification_runs_once_per_board_and_toolkit_across_the_fleet(ns, tmp_path: Path) -> None:
+    project = _fleet_project(tmp_path, ns[:3], ["H200", "H200", "L4"])
+    done = project.relgate("lane", "qualification", "qual-tool")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = _rows_of(project)
+    assert sorted(rows) == ["qual-tool@ns1", "qual-tool@ns3"]  # ns2 is another H200 with the same toolkit
+    log = (project.home / rows["qual-tool@ns3"]["log_path"]).read_text()
+    assert f"qualifying on {ns[2].address}" in log or ns[2].address in log
+
+
+def test_cli_release_targets_run_on_their_host_warning_free_by_the_same_scanners(ns, tmp_path: Path) -> None:
+    project = _fleet_project(tmp_path, ns[:3], ["H200", "H200", "L4"])
+    (project.root / "warnme.c").write_text("int f(void) { int unused = 1; return 0; }\n")
+    project.commit("a file that warns")
+    (project.manifests / "builds.toml").write_text("""
+[release.spark]
+clean = "make clean"
+run = "make cpu"
+host = "ns2"
+
+[release.strix]
+run = "cc -Wall -Wextra -c warnme.c -o warnme.o"
+host = "ns3"
+
+[[check]]
+name = "release-spark"
+release = "spark"
+
+[[check]]
+name = "release-strix"
+release = "strix"
+""")
+    done = project.relgate("host")
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = _rows_of(project)
+    assert rows["release-spark"]["verdict"] == "pass" and rows["release-spark"]["host"] == "ns2"
+    spark_log = (project.home / rows["release-spark"]["log_path"]).read_text()
+    assert "ar rcs build/libtinyinfer.a" in spark_log and "HEAD of" in spark_log  # built there, on the commit
+    strix = rows["release-strix"]
+    assert strix["verdict"] == "fail" and strix["host"] == "ns3"
+    assert "1 warning, first warnme.c:1" in strix["reason"] and "unused" in strix["reason"]
+
+
+def test_cli_a_release_target_naming_an_undeclared_host_is_a_manifest_error(tmp_path: Path) -> None:
+    from conftest import copy_example
+
+    project = copy_example(tmp_path, "tinyinfer")
+    (project.manifests / "builds.toml").write_text('[release.spark]\nrun = "make cpu"\nhost = "sparc"\n\n'
+                                                   '[[check]]\nname = "release-spark"\nrelease = "spark"\n')
+    (project.hosts / "spark.toml").write_text('[host]\nname = "spark"\nkind = "local"\n')
+    done = project.relgate("host")
+    assert done.returncode == 2 and "Traceback" not in done.stderr
+    assert 'builds.toml: release-spark: host: no host "sparc"' in done.stderr
+    assert 'did you mean "spark"?' in done.stderr

@@ -226,20 +226,26 @@ def run_fleet_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str,
     """:func:`relgate.run.flow.run_plan` over the fleet: one ledger run, the per-host lines, the table."""
     facts = read_git_facts(ws.project.root)
     check_placement(ws, [*steps, *alone])
-    with Ledger.open(ws.home) as ledger:
-        run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
-                                  project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
-                                  dirty=facts.dirty)
-        summary = RunSummary(run_id=run_id, session=session, facts=facts)
-        try:
-            result = run_fleet(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
-                               reporter=ConsoleReporter(out, progress=0), reuse=reuse, workers=workers, alone=alone)
-        except Interrupted as exc:
-            summary.interrupted = exc.args[0] if exc.args else "interrupted"
-            ledger.finish_run(run_id, "interrupted")
-            raise
-        summary.outcomes.extend(result.outcomes([*steps, *alone]))
-        ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
+    try:
+        with Ledger.open(ws.home) as ledger:
+            run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
+                                      project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
+                                      dirty=facts.dirty)
+            summary = RunSummary(run_id=run_id, session=session, facts=facts)
+            try:
+                result = run_fleet(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
+                                   reporter=ConsoleReporter(out, progress=0), reuse=reuse, workers=workers,
+                                   alone=alone)
+            except Interrupted as exc:
+                summary.interrupted = exc.args[0] if exc.args else "interrupted"
+                ledger.finish_run(run_id, "interrupted")
+                raise
+            summary.outcomes.extend(result.outcomes([*steps, *alone]))
+            ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
+    finally:
+        close = getattr(pool, "close", None)  # SSH connections, host locks
+        if close is not None:
+            close()
     render_summary(summary, out)
     render_hosts(result, out)
     return summary

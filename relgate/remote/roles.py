@@ -192,7 +192,7 @@ def _start(r: _Role, *, cwd: Path, env: dict[str, str], timeout: float | None,
     r.thread.start()
 
 
-def _stop(roles: Sequence[_Role], write: Callable[[str], None], lock: threading.Lock) -> None:
+def _stop(roles: Sequence[_Role], cwd: Path, write: Callable[[str], None], lock: threading.Lock) -> None:
     """Stop every role still running, each through its own host's executor, all at once."""
     live = [r for r in roles if r.running]
     for r in live:
@@ -202,8 +202,7 @@ def _stop(roles: Sequence[_Role], write: Callable[[str], None], lock: threading.
 
     def stop_one(r: _Role) -> None:
         try:
-            r.executor.run(CommandRequest(shell=_stop_script(r.pidfile), cwd=Path("/"), timeout=_STOP_GRACE + 20),
-                           _Quiet())
+            r.executor.run(CommandRequest(shell=_stop_script(r.pidfile), cwd=cwd, timeout=_STOP_GRACE + 20), _Quiet())
         except Exception:  # noqa: BLE001 - the host is gone; losing the connection ends its processes
             pass
 
@@ -273,10 +272,10 @@ def run_roles(spec: MultiHostSpec, pool: HostPool, *, cwd: Path, write: Callable
             _raise_on_host_failure(workers)
             time.sleep(_POLL)
         lingering = [r for r in workers if r.running]
-        _stop(lingering, write, lock)
+        _stop(lingering, cwd, write, lock)
         _raise_on_host_failure(workers)
     except BaseException:
-        _stop(roles, write, lock)
+        _stop(roles, cwd, write, lock)
         raise
     problems = []
     if _outcome(leader) != "exit 0":
