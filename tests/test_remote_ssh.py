@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sshd_support import Sshd, keygen, sshd_missing, start_sshd
 
 from conftest import Project, git, ledger_of
-from sshd_support import Sshd, keygen, sshd_missing, start_sshd
 
 pytestmark = pytest.mark.skipif(sshd_missing() is not None, reason=sshd_missing() or "")
 
@@ -362,3 +362,58 @@ def test_an_unreachable_host_makes_its_steps_errors_and_the_run_exit_1(sshd: Ssh
     assert done.returncode == 1, done.stdout + done.stderr
     row = steps_of(tinyinfer)["kernels-cpu"]
     assert row["verdict"] == "error" and row["host"] == "gpu1" and "cannot connect" in row["reason"]
+
+
+# --- facts over SSH, the GPU preflight ----------------------------------------------------------
+
+
+def test_facts_are_detected_on_the_host_and_declared_ones_added(sshd: Sshd, tmp_path: Path) -> None:
+    from relgate.remote.facts import detect_remote
+
+    ex = executor(sshd, tmp_path, extra='capabilities = ["remote-box"]\ntoolkit = "declared 1.0"\n')
+    facts = detect_remote(ex)
+    assert {"remote-box", "git", "make"} <= facts.capabilities  # git and make are really there
+    assert facts.toolkit == "declared 1.0"
+
+
+def test_rocm_and_macos_probe_output_is_read() -> None:
+    from relgate.manifest.specs import HostSpec
+    from relgate.remote.facts import facts_from_probe
+
+    spec = HostSpec(name="strix", kind="ssh", address="10.0.0.9", source=Path("strix.toml"))
+    rocm = facts_from_probe(spec, {
+        "uname": "Linux x86_64", "tools": "hipcc\nmake",
+        "rocminfo": "  Name:                    AMD Ryzen AI MAX+ 395\n  Marketing Name:          AMD Ryzen AI MAX+ 395\n"
+                    "  Name:                    gfx1151\n  Marketing Name:          AMD Radeon 8060S Graphics\n",
+        "hipcc": "HIP version: 6.4.43482-0f2d60242\nAMD clang version 19.0.0git\n"})
+    assert rocm.boards == ("AMD Radeon 8060S Graphics",) and rocm.toolkit == "rocm 6.4"
+    assert {"rocm", "gfx1151", "hipcc", "make"} <= rocm.capabilities
+    mac = facts_from_probe(spec, {"uname": "Darwin arm64", "tools": "clang\nmake", "macos": "15.1\nApple M3 Max\n"})
+    assert mac.boards == ("Apple M3 Max",) and mac.driver == "macOS 15.1" and "metal" in mac.capabilities
+
+
+def test_gpu_preflight_refuses_when_another_users_process_holds_gpu_memory(sshd: Sshd, tmp_path: Path) -> None:
+    """No GPU here: a stand-in nvidia-smi on the host's PATH (through the host file's env) prints
+    what the real one prints for a compute process; the process itself is real, and another user's."""
+    from relgate.remote.locks import gpu_preflight
+
+    other = subprocess.Popen(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sleep", "120"])
+    try:
+        fake = tmp_path / "fakebin"
+        fake.mkdir()
+        (fake / "nvidia-smi").write_text(f"#!/bin/sh\necho '{other.pid}, python3, 40960 MiB'\n")
+        (fake / "nvidia-smi").chmod(0o755)
+        env = f'env = {{ PATH = "{fake}:/usr/local/bin:/usr/bin:/bin" }}\n'
+        said: list[str] = []
+        with pytest.raises(SshError) as info:
+            gpu_preflight(executor(sshd, tmp_path, extra=env), say=said.append)
+        assert said == [f"gpu1: GPU memory held by pid {other.pid} python3 (40960 MiB) of nobody"]
+        assert str(info.value).startswith(f"gpu1: GPU busy: pid {other.pid} python3 (40960 MiB) of nobody;")
+        said.clear()
+        gpu_preflight(executor(sshd, tmp_path, extra=env + 'allow_busy_gpu = "the night job only reads"\n',
+                               name="gpu1x"), say=said.append)
+        assert said[-1] == ("gpu1x: starting although another user's process holds GPU memory: "
+                            "allow_busy_gpu = 'the night job only reads'")
+    finally:
+        other.kill()
+        other.wait()

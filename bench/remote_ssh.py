@@ -1,0 +1,190 @@
+"""The SSH executor's own cost, against a real sshd on 127.0.0.1 started for the run.
+
+1. Per-command latency on a kept connection: relgate's ``SshExecutor.run`` (wrapper script,
+   own process group, streamed log) vs a raw paramiko ``exec_command`` on the same transport,
+   alternating. Goal: relgate / raw ≤ 1.1.
+2. Bytes shipped for a one-commit change: the incremental bundle vs the full one, on a copy
+   of examples/tinyinfer and on a clone of relgate's own history. Goal ≤ 0.02.
+3. A step printing 100 MB remotely: relgate (a fresh interpreter running the executor into a
+   log file) vs ``ssh host cmd > file`` (OpenSSH's client), alternating. Goals: ≤ 1.2 wall,
+   relgate's peak memory ≤ 64 MiB (ru_maxrss of that interpreter, imports included).
+
+    python bench/remote_ssh.py [--rounds N] [--mb 100] [--only latency|bundle|stream ...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from sshd_support import start_sshd  # noqa: E402
+
+from _common import REPO, git, make_project  # noqa: E402
+from relgate.manifest.schema import read_toml  # noqa: E402
+from relgate.manifest.specs import parse_host  # noqa: E402
+from relgate.remote.delivery import deliver  # noqa: E402
+from relgate.remote.ssh import SshExecutor  # noqa: E402
+from relgate.run.executor import CommandRequest  # noqa: E402
+from relgate.run.hosts import Host, HostFacts  # noqa: E402
+
+
+class _Null:
+    path = None
+
+    def write(self, text: str) -> None:
+        pass
+
+
+def _executor(host_file: Path) -> SshExecutor:
+    return SshExecutor(Host(spec=parse_host(read_toml(host_file), path=host_file), facts=HostFacts()))
+
+
+def _verdict(ratio: float, goal: float) -> str:
+    return "PASS" if ratio <= goal else "MISS"
+
+
+def latency(ex: SshExecutor, rounds: int) -> float:
+    transport = ex._transport()
+
+    def raw() -> float:
+        t0 = time.perf_counter()
+        chan = transport.open_session()
+        chan.exec_command("true")
+        while chan.recv(65536):
+            pass
+        code = chan.recv_exit_status()
+        assert code == 0
+        return time.perf_counter() - t0
+
+    def ours() -> float:
+        t0 = time.perf_counter()
+        result = ex.run(CommandRequest(argv=("true",), cwd=Path("/tmp")), _Null())
+        assert result.ok, result
+        return time.perf_counter() - t0
+
+    raw(), ours()  # warm-up
+    a, b = [], []
+    for _ in range(rounds):
+        b.append(raw())
+        a.append(ours())
+    ratio = statistics.median(a) / statistics.median(b)
+    print(f"latency: relgate {statistics.median(a) * 1000:.1f} ms, raw paramiko {statistics.median(b) * 1000:.1f} ms "
+          f"(median of {rounds}); ratio {ratio:.3f} (goal ≤ 1.1) {_verdict(ratio, 1.1)}")
+    return ratio
+
+
+def bundles(ex: SshExecutor, tmp: Path) -> None:
+    tiny, _ = make_project(tmp / "tiny", "tinyinfer")
+    own = tmp / "own"
+    subprocess.run(["git", "clone", "-q", "--no-local", str(REPO), str(own)], check=True)
+    for label, repo in (("examples/tinyinfer", tiny), ("relgate's own history", own)):
+        work = str(tmp / f"work-{repo.name}")
+        sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        full = deliver(ex, repo=repo, commit=sha.strip(), workdir=work, project=repo.name)
+        (repo / "BENCH_NOTE.md").write_text("one more line for a one-commit change\n")
+        git(repo, "add", "-A")
+        git(repo, "commit", "-qm", "one commit")
+        sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
+        inc = deliver(ex, repo=repo, commit=sha.strip(), workdir=work, project=repo.name)
+        assert inc.incremental and not full.incremental
+        ratio = inc.bundle_bytes / full.bundle_bytes
+        print(f"bundle ({label}): incremental {inc.bundle_bytes} B, full {full.bundle_bytes} B; ratio {ratio:.4f} "
+              f"(goal ≤ 0.02) {_verdict(ratio, 0.02)}")
+
+
+_CHILD = """
+import json, resource, sys, time
+from pathlib import Path
+sys.path[:0] = {paths!r}
+from relgate.manifest.schema import read_toml
+from relgate.manifest.specs import parse_host
+from relgate.remote.ssh import SshExecutor
+from relgate.run.executor import CommandRequest, FileSink
+from relgate.run.hosts import Host, HostFacts
+host_file = Path({host_file!r})
+ex = SshExecutor(Host(spec=parse_host(read_toml(host_file), path=host_file), facts=HostFacts()))
+ex.capture("true")
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t0 = time.perf_counter()
+with open({out!r}, "w") as fh:
+    result = ex.run(CommandRequest(shell={cmd!r}, cwd=Path("/tmp")), FileSink(fh, Path({out!r})))
+wall = time.perf_counter() - t0
+print(json.dumps({{"wall": wall, "ok": result.ok, "rss_before": before,
+                  "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+"""
+
+
+def stream(host_file: Path, server, tmp: Path, rounds: int, mb: int) -> None:  # type: ignore[no-untyped-def]
+    cmd = f"yes {'x' * 99} | head -c {mb * 1000 * 1000}"  # 100-byte lines
+    ours_out, theirs_out = tmp / "ours.log", tmp / "ssh.log"
+    child = _CHILD.format(paths=[str(REPO)], host_file=str(host_file), out=str(ours_out), cmd=cmd)
+    kh = host_file.parent / "known_hosts"
+    ssh = ["ssh", "-q", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={kh}", "-o", "StrictHostKeyChecking=yes",
+           "-o", "ControlMaster=no", "-i", str(server.client_key), "-p", str(server.port),
+           f"{server.user}@{server.address}", cmd]
+    a, b, rss = [], [], []
+    for i in range(rounds + 1):
+        done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stderr[-3000:], file=sys.stderr)
+            raise SystemExit(1)
+        record = json.loads(done.stdout.strip().splitlines()[-1])
+        assert record["ok"], record
+        t0 = time.perf_counter()
+        with open(theirs_out, "wb") as fh:
+            subprocess.run(ssh, stdout=fh, check=True)
+        theirs = time.perf_counter() - t0
+        assert ours_out.stat().st_size == theirs_out.stat().st_size, (ours_out.stat(), theirs_out.stat())
+        if i == 0:
+            continue  # warm-up
+        a.append(record["wall"])
+        b.append(theirs)
+        rss.append(record["rss"] / 1024)
+        print(f"  round {i}: relgate {record['wall']:.2f} s, ssh > file {theirs:.2f} s, relgate peak "
+              f"{record['rss'] / 1024:.1f} MiB (before the step {record['rss_before'] / 1024:.1f} MiB)")
+    ratio = statistics.median(a) / statistics.median(b)
+    peak = max(rss)
+    print(f"stream {mb} MB: relgate {statistics.median(a):.2f} s, ssh > file {statistics.median(b):.2f} s; ratio "
+          f"{ratio:.2f} (goal ≤ 1.2) {_verdict(ratio, 1.2)}; relgate peak memory {peak:.1f} MiB (goal ≤ 64) "
+          f"{'PASS' if peak <= 64 else 'MISS'}")
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--rounds", type=int, default=5)
+    p.add_argument("--mb", type=int, default=100)
+    p.add_argument("--only", choices=("latency", "bundle", "stream"), action="append",
+                   help="run only these parts (repeatable)")
+    args = p.parse_args()
+    parts = set(args.only or ("latency", "bundle", "stream"))
+    with tempfile.TemporaryDirectory(prefix="relgate-bench-ssh-") as tmp_name:
+        tmp = Path(tmp_name)
+        server = start_sshd(tmp / "sshd")
+        try:
+            host_file = server.host_file(tmp / "hosts" / "gpu1.toml")
+            ex = _executor(host_file)
+            if "latency" in parts:
+                latency(ex, max(args.rounds * 10, 20))
+            if "bundle" in parts:
+                bundles(ex, tmp)
+            ex.close()
+            if "stream" in parts:
+                stream(host_file, server, tmp, args.rounds, args.mb)
+        finally:
+            server.stop()
+    print(f"(ru_maxrss of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
