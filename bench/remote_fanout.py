@@ -1,0 +1,153 @@
+"""Benchmark: the same lane on 4 namespace hosts in parallel against the lane on 1 host.
+
+    python bench/remote_fanout.py [--rounds N] [--seconds S]
+
+Makes 4 network-namespace hosts (``tests/netns_support.py``: a veth pair each, a real sshd
+inside; needs root) and a fresh copy of examples/tinyinfer whose gate lane runs on every
+host of the fleet (``[fleet] every_host = ["gate"]``). Each round, alternating:
+
+* fleet: ``relgate lane gate`` with all 4 hosts declared: every target on every host, one
+  worker per host, at once;
+* one: the same command with 1 host declared.
+
+Two lanes are measured, each with its own goal line:
+
+* ``wait``: three targets that each wait ``--seconds`` (a stand-in for work done by the
+  host's own hardware: a GPU kernel, a device test). On real machines every host brings its
+  own CPU and GPU, so this is the lane that shows what fanning out costs relgate itself:
+  connecting, detecting, delivering the commit, locking and fetching on 4 hosts at once.
+* ``make``: the example's real ``make test`` (gcc) per target. The 4 namespace hosts here
+  share this machine's cores, so their compilers compete for the same CPUs; the ratio is
+  printed for the record, its goal line says what it measures.
+
+Before timing, each configuration runs once (the commit is delivered, checkouts exist); the
+ledger of every timed run is checked: every step on every host must pass, or the figures
+are void (exit 1). Prints every round, the medians and the ratios fleet / one against the
+goal (<= 1.15). A measurement, not a test.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from _common import failed, make_project, timed  # noqa: E402
+from netns_support import netns_hosts, netns_missing  # noqa: E402
+from relgate.ledger.store import Ledger  # noqa: E402
+
+GOAL = 1.15
+HOSTS = 4
+
+LANES = {
+    "wait": """
+[lanes]
+"wait-a" = "gate"
+"wait-b" = "gate"
+"wait-c" = "gate"
+[target.wait-a]
+command = "sleep {seconds}"
+requires = ["netns"]
+[target.wait-b]
+command = "sleep {seconds}"
+requires = ["netns"]
+[target.wait-c]
+command = "sleep {seconds}"
+requires = ["netns"]
+[fleet]
+every_host = ["gate"]
+""",
+    "make": """
+[lanes]
+"kernels-cpu" = "gate"
+"cli-contract-cpu" = "gate"
+[target.kernels-cpu]
+command = "make test"
+requires = ["netns"]
+[target.cli-contract-cpu]
+command = "make contract"
+requires = ["netns"]
+[fleet]
+every_host = ["gate"]
+""",
+}
+
+
+def check_ledger(home: Path, hosts: int, targets: int) -> str | None:
+    """Why the last run does not count (a step not passed, a host missing), or None."""
+    with Ledger.open(home) as ledger:
+        run = ledger.runs()[-1]
+        steps = ledger.steps(run_id=run.id)
+    bad = [f"{s.step}: {s.verdict.value} {s.reason or ''}" for s in steps if s.verdict.value != "pass"]
+    if bad:
+        return "; ".join(bad)
+    if len(steps) != hosts * targets or len({s.host for s in steps}) != hosts:
+        return f"{len(steps)} steps on {len({s.host for s in steps})} hosts, expected {hosts * targets} on {hosts}"
+    return None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="fleet + one pairs per lane (default 3)")
+    parser.add_argument("--seconds", type=float, default=2.0, help="how long each wait target waits (default 2)")
+    args = parser.parse_args(argv)
+    why = netns_missing()
+    if why is not None:
+        print(f"remote_fanout: no namespace hosts here: {why}", file=sys.stderr)
+        return 1
+    cli = [sys.executable, "-m", "relgate.cli", "lane", "gate"]
+    results: dict[str, float] = {}
+    with tempfile.TemporaryDirectory(prefix="relgate-bench-") as tmp_name:
+        tmp = Path(tmp_name)
+        with netns_hosts(tmp / "netns", HOSTS) as ns:
+            root, env = make_project(tmp, "tinyinfer")
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent.parent),
+                                                           env.get("PYTHONPATH")) if p)
+            manifests, hosts_dir = Path(env["RELGATE_MANIFESTS"]), Path(env["RELGATE_HOSTS"])
+            fleet_hosts, one_host = tmp / "hosts-fleet", tmp / "hosts-one"
+            for folder, count in ((fleet_hosts, HOSTS), (one_host, 1)):
+                shutil.copytree(hosts_dir, folder)
+                for i, h in enumerate(ns[:count]):
+                    h.host_file(folder, f"ns{i + 1}", extra='capabilities = ["netns"]\n')
+            for lane, text in LANES.items():
+                (manifests / "lanes.toml").write_text(text.replace("{seconds}", f"{args.seconds:g}"))
+                targets = text.count("[target.")
+                times: dict[str, list[float]] = {"fleet": [], "one": []}
+                print(f"\nlane {lane}: relgate lane gate, {targets} targets, on {HOSTS} namespace hosts vs on 1")
+                for n in range(0, args.rounds + 1):
+                    for label, folder, count in (("fleet", fleet_hosts, HOSTS), ("one", one_host, 1)):
+                        run_env = {**env, "RELGATE_HOSTS": str(folder)}
+                        wall, cpu, done = timed(cli, run_env, cwd=root)
+                        if done.returncode != 0:
+                            return failed(f"{label} ({lane})", done)
+                        void = check_ledger(Path(env["RELGATE_HOME"]), count, targets)
+                        if void is not None:
+                            print(f"{label} ({lane}): the run does not count: {void}", file=sys.stderr)
+                            return 1
+                        if n == 0:
+                            print(f"  warm-up {label:5s} {wall:6.2f} s wall")
+                            continue
+                        times[label].append(wall)
+                        print(f"  round {n} {label:5s} {wall:6.2f} s wall  {cpu:6.2f} s cpu")
+                fleet, one = statistics.median(times["fleet"]), statistics.median(times["one"])
+                results[lane] = fleet / one
+                print(f"  median: {HOSTS} hosts {fleet:.2f} s, 1 host {one:.2f} s")
+    print()
+    for lane, ratio in results.items():
+        verdict = "PASS" if ratio <= GOAL else "MISS"
+        what = ("relgate's own cost of fanning out" if lane == "wait" else
+                f"{HOSTS} hosts sharing this machine's {os.cpu_count()} cores (compilers compete)")
+        print(f"{lane}: {HOSTS} hosts / 1 host = {ratio:.3f}  (goal <= {GOAL})  {verdict}  [{what}]")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
