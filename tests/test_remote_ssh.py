@@ -417,3 +417,11 @@ def test_gpu_preflight_refuses_when_another_users_process_holds_gpu_memory(sshd:
     finally:
         other.kill()
         other.wait()
+
+
+def test_a_remote_command_killed_by_a_signal_is_recorded_as_the_signal(sshd: Sshd, tmp_path: Path) -> None:
+    ex = executor(sshd, tmp_path)
+    killed = ex.run(CommandRequest(shell="kill -KILL $$", cwd=Path("/tmp")), Sink())
+    assert killed.signal == 9 and killed.exit_code is None and killed.spawn_error is None
+    crashed = ex.run(CommandRequest(shell="kill -SEGV $$", cwd=Path("/tmp")), Sink())
+    assert crashed.signal == 11

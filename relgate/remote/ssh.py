@@ -8,7 +8,9 @@ unknown keys by default; this module never does.
 A command runs in its own process group on the host (``setsid``, or perl's ``setpgrp`` where
 there is none, as on macOS); its pid is reported on the channel's stderr, so a timeout or an
 interrupt ends the whole group, and a watchdog on the host ends it when the SSH session that
-started it is gone (a dropped connection). Output is read from the channel in large chunks
+started it is gone (a dropped connection). An exit status of 129–159 is read as the signal
+that killed the command (128 + N, as the shell reports it), so an OOM kill is an ``error``
+and a segfault a ``fail``, as locally. Output is read from the channel in large chunks
 and written to the log sink as it arrives, redacted line by line, in bounded memory.
 """
 
@@ -363,17 +365,24 @@ class SshExecutor:
         pgid = pgid or _parse_pgid(control)
         transport = chan.get_transport()
         status = chan.exit_status if chan.exit_status_ready() else -1
-        if status == -1 or transport is None or not transport.is_active():
+        if transport is None or not transport.is_active():
             message = self._lost(pgid)
             say(message)
             return result(spawn_error=message, timed_out=timed_out)
         chan.close()
+        if status == -1:  # the session ended without a status: the wrapper itself was killed there
+            self._kill(pgid)
+            message = f"the command's shell on {self.spec.name} ended without an exit status (killed there?)"
+            say(message)
+            return result(spawn_error=message, timed_out=timed_out)
         if _NOCWD.encode() in control:
             message = f"cannot run on {self.spec.name}: working directory {request.cwd} does not exist there"
             say(message)
             return result(spawn_error=message)
         if timed_out:
             return result(timed_out=True)
+        if 128 < status < 128 + 32:  # sh's status of a command killed by a signal, as ssh reports it
+            return result(signal=status - 128)
         return result(exit_code=status)
 
     def _kill(self, pgid: int | None) -> None:
