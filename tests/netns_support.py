@@ -143,6 +143,7 @@ def _prefix(tmp: Path, name: str) -> tuple[str, ...]:
     namespace (``ip netns exec`` makes one, a slave of ours: nothing leaks back). bash reads
     that file for every command sshd runs; here it is this machine's pyenv set-up (0.4 s of
     CPU per command), which separate hosts would not spend on this machine's cores."""
+    tmp.mkdir(parents=True, exist_ok=True)
     empty = tmp / "empty-rc"
     empty.touch()
     rc = Path.home() / ".bashrc"
