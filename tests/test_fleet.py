@@ -456,3 +456,44 @@ def test_cli_a_release_target_naming_an_undeclared_host_is_a_manifest_error(tmp_
     assert done.returncode == 2 and "Traceback" not in done.stderr
     assert 'builds.toml: release-spark: host: no host "sparc"' in done.stderr
     assert 'did you mean "spark"?' in done.stderr
+
+
+def test_cli_sigterm_during_a_fleet_lane_ends_the_commands_on_every_host_and_the_run_is_interrupted(
+        ns, tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    project = _fleet_project(tmp_path, ns[:2], ["H200", "L4"])
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (project.manifests / "lanes.toml").write_text(f"""
+[lanes]
+"kernels-cpu" = "gate"
+[target.kernels-cpu]
+command = "sh -c 'echo $$ > {marks}/$(hostname -I | tr -d \\" \\").pid; exec sleep 60'"
+requires = ["netns"]
+[fleet]
+every_host = ["gate"]
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "lane", "gate"], env=project.env, cwd=project.root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):
+            if len(list(marks.glob("*.pid"))) == 2:
+                break
+            time.sleep(0.05)
+        pids = sorted(marks.glob("*.pid"))
+        assert len(pids) == 2, proc.communicate(timeout=60)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, out + err
+    for pidfile in pids:  # the remote commands did not outlive the run
+        assert not _alive(pidfile), pidfile.name
+    with ledger_of(project) as ledger:
+        assert ledger.runs()[-1].outcome == "interrupted"
+        assert all(s.verdict is not Verdict.PASS for s in ledger.steps(run_id=ledger.runs()[-1].id))
