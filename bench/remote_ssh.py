@@ -9,7 +9,7 @@
    log file) vs ``ssh host cmd > file`` (OpenSSH's client), alternating. Goals: ≤ 1.2 wall,
    relgate's peak memory ≤ 64 MiB (ru_maxrss of that interpreter, imports included).
 
-    python bench/remote_ssh.py [--rounds N] [--mb 100] [--only latency|bundle|stream ...]
+    python bench/remote_ssh.py [--rounds N] [--mb 100] [--only latency|bundle|stream ...] [--host-file F]
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def bundles(ex: SshExecutor, tmp: Path) -> None:
     own = tmp / "own"
     subprocess.run(["git", "clone", "-q", "--no-local", str(REPO), str(own)], check=True)
     for label, repo in (("examples/tinyinfer", tiny), ("relgate's own history", own)):
-        work = str(tmp / f"work-{repo.name}")
+        work = f"{ex.capture('mktemp -d')[1].strip()}/work-{repo.name}"
         sha = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout
         full = deliver(ex, repo=repo, commit=sha.strip(), workdir=work, project=repo.name)
         (repo / "BENCH_NOTE.md").write_text("one more line for a one-commit change\n")
@@ -124,14 +124,29 @@ print(json.dumps({{"wall": wall, "ok": result.ok, "rss_before": before,
 """
 
 
-def stream(host_file: Path, server, tmp: Path, rounds: int, mb: int) -> None:  # type: ignore[no-untyped-def]
+_FABRIC = """
+import json, resource, sys, time
+from pathlib import Path
+sys.path[:0] = {paths!r}
+from relgate.manifest.schema import read_toml
+from relgate.manifest.specs import parse_host
+from relgate.remote.ssh import connect
+host_file = Path({host_file!r})
+conn = connect(parse_host(read_toml(host_file), path=host_file))
+t0 = time.perf_counter()
+result = conn.run({cmd!r}, hide=True, warn=True)
+print(json.dumps({{"wall": time.perf_counter() - t0, "rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}}))
+"""
+
+
+def stream(host_file: Path, tmp: Path, rounds: int, mb: int, fabric_mb: int) -> None:
     cmd = f"yes {'x' * 99} | head -c {mb * 1000 * 1000}"  # 100-byte lines
     ours_out, theirs_out = tmp / "ours.log", tmp / "ssh.log"
     child = _CHILD.format(paths=[str(REPO)], host_file=str(host_file), out=str(ours_out), cmd=cmd)
-    kh = host_file.parent / "known_hosts"
-    ssh = ["ssh", "-q", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={kh}", "-o", "StrictHostKeyChecking=yes",
-           "-o", "ControlMaster=no", "-i", str(server.client_key), "-p", str(server.port),
-           f"{server.user}@{server.address}", cmd]
+    spec = parse_host(read_toml(host_file), path=host_file)
+    ssh = ["ssh", "-q", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={spec.known_hosts}",
+           "-o", "StrictHostKeyChecking=yes", "-o", "ControlMaster=no", "-i", str(spec.identity), "-p", str(spec.port),
+           f"{spec.user}@{spec.address}", cmd]
     a, b, rss = [], [], []
     for i in range(rounds + 1):
         done = subprocess.run([sys.executable, "-c", child], capture_output=True, text=True)
@@ -152,6 +167,15 @@ def stream(host_file: Path, server, tmp: Path, rounds: int, mb: int) -> None:  #
         rss.append(record["rss"] / 1024)
         print(f"  round {i}: relgate {record['wall']:.2f} s, ssh > file {theirs:.2f} s, relgate peak "
               f"{record['rss'] / 1024:.1f} MiB (before the step {record['rss_before'] / 1024:.1f} MiB)")
+    for small in (fabric_mb, 2 * fabric_mb) if fabric_mb else ():
+        # Fabric's own capture keeps all output and slows as it grows (100 MB ran past 13 minutes here).
+        small_cmd = f"yes {'x' * 99} | head -c {small * 1000 * 1000}"
+        fabric_child = _FABRIC.format(paths=[str(REPO)], host_file=str(host_file), cmd=small_cmd)
+        done = subprocess.run([sys.executable, "-c", fabric_child], capture_output=True, text=True)
+        if done.returncode == 0:
+            record = json.loads(done.stdout.strip().splitlines()[-1])
+            print(f"  for reference, Fabric's own capture (Connection.run, hide=True) of {small} MB: "
+                  f"{record['wall']:.2f} s ({small / record['wall']:.1f} MB/s), peak {record['rss'] / 1024:.1f} MiB")
     ratio = statistics.median(a) / statistics.median(b)
     peak = max(rss)
     print(f"stream {mb} MB: relgate {statistics.median(a):.2f} s, ssh > file {statistics.median(b):.2f} s; ratio "
@@ -163,15 +187,19 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--mb", type=int, default=100)
+    p.add_argument("--fabric-mb", type=int, default=2, help="for reference, Fabric's own capture of this many MB "
+                   "and twice as many (0: not measured)")
     p.add_argument("--only", choices=("latency", "bundle", "stream"), action="append",
                    help="run only these parts (repeatable)")
+    p.add_argument("--host-file", type=Path, help="use the sshd this host file names instead of starting one "
+                   "(user, identity and known_hosts required)")
     args = p.parse_args()
     parts = set(args.only or ("latency", "bundle", "stream"))
     with tempfile.TemporaryDirectory(prefix="relgate-bench-ssh-") as tmp_name:
         tmp = Path(tmp_name)
-        server = start_sshd(tmp / "sshd")
+        server = None if args.host_file else start_sshd(tmp / "sshd")
         try:
-            host_file = server.host_file(tmp / "hosts" / "gpu1.toml")
+            host_file = args.host_file.resolve() if args.host_file else server.host_file(tmp / "hosts" / "gpu1.toml")
             ex = _executor(host_file)
             if "latency" in parts:
                 latency(ex, max(args.rounds * 10, 20))
@@ -179,9 +207,10 @@ def main() -> int:
                 bundles(ex, tmp)
             ex.close()
             if "stream" in parts:
-                stream(host_file, server, tmp, args.rounds, args.mb)
+                stream(host_file, tmp, args.rounds, args.mb, args.fabric_mb)
         finally:
-            server.stop()
+            if server is not None:
+                server.stop()
     print(f"(ru_maxrss of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB)")
     return 0
 
