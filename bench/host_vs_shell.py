@@ -40,7 +40,7 @@ from _common import REPO, failed, make_project, timed  # noqa: E402
 from relgate import stages  # noqa: E402
 from relgate.ledger.store import Ledger  # noqa: E402
 from relgate.manifest.workspace import Workspace  # noqa: E402
-from relgate.run.flow import host_pool  # noqa: E402
+from relgate.remote.pool import host_pool  # noqa: E402
 from relgate.run.plan import PlannedStep  # noqa: E402
 
 EXAMPLE = "tinyinfer"

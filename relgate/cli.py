@@ -84,7 +84,7 @@ def _load(args: argparse.Namespace) -> Workspace:
 
 def _cmd_check(args: argparse.Namespace) -> int:
     from relgate.run.console import render_plan
-    from relgate.run.flow import host_pool
+    from relgate.remote.pool import host_pool
     from relgate.stages import whole_plan
 
     ws = _load(args)

@@ -167,6 +167,13 @@ def whole_plan(ws: Workspace) -> list[PlannedSession]:
             continue
         named = [t.name for t in lane_targets(ws.lanes, name) if t.name]
         targets = plan_lane(ws.project, ws.lanes, name, names=named, hosts=pool.hosts)
+        if name in ws.lanes.fleet.every_host or any(m.lane == name for m in ws.lanes.multihost.values()):
+            from relgate.remote.fleet import spread
+            from relgate.remote.roles import plan_multihost
+
+            targets = spread(targets, pool.hosts) if name in ws.lanes.fleet.every_host else targets
+            targets += [plan_multihost(m, pool, cwd=ws.project.root) for m in ws.lanes.multihost.values()
+                        if m.lane == name]
         note = (NO_TARGETS if not targets else
                 "runs only the targets named after --" if lane.mode in ("named", "per-board") else None)
         command = f"nox -s {name}" if name in BUILTIN_LANE_DEFS else f"nox -s lane -- {name}"

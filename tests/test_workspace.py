@@ -16,7 +16,8 @@ from conftest import NOXFILE, Project, git
 from relgate.core.errors import InputError
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.manifest.workspace import Workspace
-from relgate.run.flow import candidate_facts, host_pool
+from relgate.remote.pool import host_pool
+from relgate.run.flow import candidate_facts
 
 
 def _edit(project: Project, old: str, new: str) -> None:
@@ -120,8 +121,12 @@ def test_relgate_check_prints_the_whole_plan(tinyinfer: Project) -> None:
 
 
 def test_relgate_check_shows_named_lanes_and_remote_placement(scankern: Project) -> None:
+    # An SSH host nothing listens for (a closed port on this machine): it has an executor, so the
+    # plan places the step there; running it would be an error, within the connect timeout.
+    (scankern.hosts / "gpu1.known_hosts").write_text("")
     (scankern.hosts / "gpu1.toml").write_text(
-        '[host]\nname = "gpu1"\nkind = "ssh"\naddress = "10.0.0.2"\ncapabilities = ["cuda", "gpu"]\n')
+        '[host]\nname = "gpu1"\nkind = "ssh"\naddress = "127.0.0.1"\nport = 9\nknown_hosts = "gpu1.known_hosts"\n'
+        'connect_timeout = 2\ncapabilities = ["cuda", "gpu"]\n')
     qual = scankern.root / "qual" / "lanes.toml"
     (scankern.manifests / "lanes.toml").write_text('[target.scan_parity]\nrequires = ["gpu"]\n')
     assert qual.is_file()
@@ -131,7 +136,7 @@ def test_relgate_check_shows_named_lanes_and_remote_placement(scankern: Project)
     assert "nox -s record  (runs only the targets named after --)" in out
     assert "nox -s qualification  (runs only the targets named after --)" in out
     parity = next(line for line in out.splitlines() if line.strip().startswith("scan_parity "))
-    assert "not run: only gpu1 offer gpu, and no executor can reach gpu1 yet" in parity
+    assert parity.split()[-1] == "gpu1", parity
 
 
 def _shim(bin_dir: Path, tool: str, calls: Path) -> None:

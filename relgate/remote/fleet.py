@@ -27,13 +27,14 @@ from typing import TextIO
 from relgate.core.errors import ManifestError
 from relgate.core.redact import redact_env
 from relgate.core.verdict import Verdict
-from relgate.ledger.gitfacts import GitFacts, read_git_facts
+from relgate.ledger.gitfacts import GitFacts
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import DEFAULT_WORKERS
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.workspace import Workspace
 from relgate.run.console import ConsoleReporter, render_summary
 from relgate.run.executor import Executor, Interrupted
+from relgate.run.flow import candidate_facts
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool, Reporter, RunSummary, StepOutcome, run_step, sigterm_interrupts
@@ -224,7 +225,7 @@ def run_fleet_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str,
                    pool: HostPool, reuse: bool = False, workers: int = DEFAULT_WORKERS,
                    alone: Sequence[PlannedStep] = (), out: TextIO = sys.stdout) -> RunSummary:
     """:func:`relgate.run.flow.run_plan` over the fleet: one ledger run, the per-host lines, the table."""
-    facts = read_git_facts(ws.project.root)
+    facts = candidate_facts(ws)
     check_placement(ws, [*steps, *alone])
     try:
         with Ledger.open(ws.home) as ledger:
