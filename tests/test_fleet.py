@@ -497,3 +497,32 @@ every_host = ["gate"]
     with ledger_of(project) as ledger:
         assert ledger.runs()[-1].outcome == "interrupted"
         assert all(s.verdict is not Verdict.PASS for s in ledger.steps(run_id=ledger.runs()[-1].id))
+
+
+def test_an_exclusive_host_runs_its_steps_one_after_another_under_one_lock_for_the_lane(ns, tmp_path: Path) -> None:
+    project = _fleet_project(tmp_path, ns[:2], ["H200", "L4"])
+    (project.hosts / "ns1.toml").write_text((project.hosts / "ns1.toml").read_text() + "exclusive = true\n")
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    (project.manifests / "lanes.toml").write_text(f"""
+[lanes]
+"first" = "gate"
+"second" = "gate"
+[target.first]
+command = "sh -c 'sleep 1; touch {marks}/first-done-$(hostname -I | tr -d \\" \\")'"
+requires = ["netns"]
+[target.second]
+command = "sh -c 'test -e {marks}/first-done-$(hostname -I | tr -d \\" \\")'"
+requires = ["netns"]
+[fleet]
+every_host = ["gate"]
+""")
+    # Each host's second step passes only when that host's first one has ended before it started.
+    done = project.relgate("lane", "gate")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = _rows_of(project)
+    assert {n: r["verdict"] for n, r in rows.items()} == {
+        "first@ns1": "pass", "second@ns1": "pass", "first@ns2": "pass", "second@ns2": "pass"}
+    first = (project.home / rows["first@ns1"]["log_path"]).read_text()
+    second = (project.home / rows["second@ns1"]["log_path"]).read_text()
+    assert "ns1: locked for this lane" in first and "locked" not in second  # one lock, for the whole lane
