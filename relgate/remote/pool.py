@@ -15,7 +15,6 @@ import getpass
 import os
 import shlex
 import socket
-import subprocess
 import threading
 import uuid
 from collections.abc import Sequence
@@ -26,7 +25,6 @@ from pathlib import Path, PurePosixPath
 
 from relgate.core.errors import InputError
 from relgate.core.redact import redact_env
-from relgate.ledger.gitfacts import read_git_facts
 from relgate.manifest.schema import did_you_mean
 from relgate.manifest.workspace import Workspace
 from relgate.remote.delivery import Delivery, deliver, remote_layout
@@ -34,6 +32,7 @@ from relgate.remote.facts import detect_remote
 from relgate.remote.locks import HostLock, acquire, gpu_preflight, release
 from relgate.remote.ssh import SshError, SshExecutor
 from relgate.run.executor import CommandRequest, CommandResult, Executor, LocalExecutor, LogSink
+from relgate.run.flow import candidate_facts
 from relgate.run.hosts import Host, HostFacts, detect_local
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool
@@ -47,9 +46,11 @@ class RunContext:
     """What every remote executor of one pool shares: the candidate and who is asking."""
 
     def __init__(self, ws: Workspace) -> None:
-        facts = read_git_facts(ws.project.root)
+        facts = candidate_facts(ws)
         self.commit = facts.commit
         self.dirty = facts.dirty
+        self.toplevel_dir = facts.toplevel
+        self.memo = ws.memo
         self.project = ws.project.name
         self.root = ws.project.root
         self.evidence_env = ws.project.evidence_env
@@ -58,12 +59,11 @@ class RunContext:
 
     def toplevel(self) -> tuple[Path, str]:
         """The local git repository holding the project, and the project's folder inside it."""
-        done = subprocess.run(["git", "-C", str(self.root), "rev-parse", "--show-toplevel"], capture_output=True,
-                              text=True)
-        if done.returncode != 0:
-            raise SshError(f"{self.root} is not in a git repository: nothing can be delivered to a host")
-        top = Path(done.stdout.strip()).resolve()
-        return top, self.root.resolve().relative_to(top).as_posix()
+        top = Path(self.toplevel_dir).resolve()
+        try:
+            return top, self.root.resolve().relative_to(top).as_posix()
+        except ValueError:
+            raise SshError(f"{self.root} is not inside its git repository {top}: nothing can be delivered") from None
 
 
 class RemoteExecutor:
@@ -86,8 +86,8 @@ class RemoteExecutor:
         with self._guard:
             if not self._detected:
                 self._detected = True
-                try:
-                    facts = detect_remote(self.ssh)
+                try:  # once per invocation, like the local host's (a failure is not remembered)
+                    facts = self._ctx.memo.get(("ssh-host", self.host.name), lambda: detect_remote(self.ssh))
                     self.host = replace(self.host, facts=facts)
                     self.ssh.host = self.host
                 except SshError as exc:
