@@ -83,15 +83,15 @@ def _load(args: argparse.Namespace) -> Workspace:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
-    from relgate.run.console import render_plan
     from relgate.remote.pool import host_pool
+    from relgate.run.console import render_plan
     from relgate.stages import whole_plan
 
     ws = _load(args)
     print(f"project {ws.project.name} {ws.project.version or '(no version)'} ({ws.project.kind}) at "
           f"{ws.project.root}")
     print(f"hosts: {', '.join(sorted(ws.hosts))}")
-    for host in host_pool(ws).hosts:
+    for host in host_pool(ws, connect=False).hosts:  # declared facts: check dials no SSH host
         print(f"  {host.name}: {host.describe()}")
     render_plan([(s.command, s.note, s.steps) for s in whole_plan(ws)], sys.stdout)
     return 0

@@ -147,8 +147,8 @@ class PlannedSession:
 
 def whole_plan(ws: Workspace) -> list[PlannedSession]:
     """Everything ``nox -s host`` and each lane would run, placed on the declared hosts
-    (what ``relgate check`` prints); nothing runs."""
-    pool = host_pool(ws)
+    (what ``relgate check`` prints); nothing runs, and no SSH host is dialled (declared facts)."""
+    pool = host_pool(ws, connect=False)
 
     def placed(steps: Sequence[PlannedStep]) -> tuple[tuple[PlannedStep, str], ...]:
         out = []

@@ -190,11 +190,13 @@ class RemoteExecutor:
 class RemotePool(HostPool):
     """:class:`HostPool` with SSH hosts detected on demand and permission hosts held back."""
 
-    def __init__(self, hosts: Sequence[Host], executors: dict[str, Executor], *, blocked: dict[str, str]) -> None:
+    def __init__(self, hosts: Sequence[Host], executors: dict[str, Executor], *, blocked: dict[str, str],
+                 connect: bool = True) -> None:
         self._hosts: list[Host] = []
         super().__init__(hosts, executors)
         self.blocked = dict(blocked)
-        self._all_detected = False
+        self._connect = connect
+        self._all_detected = not connect
 
     @property  # type: ignore[override]
     def hosts(self) -> list[Host]:
@@ -222,7 +224,7 @@ class RemotePool(HostPool):
             if (step.host is not None and host.name != step.host) or host.name in self.blocked:
                 continue
             executor = self.executors.get(host.name)
-            if isinstance(executor, RemoteExecutor):
+            if isinstance(executor, RemoteExecutor) and self._connect:
                 host = executor.detect()
                 self._refresh()
             if executor is not None and not host.missing(step.requires):
@@ -240,9 +242,10 @@ class RemotePool(HostPool):
                 executor.close()
 
 
-def host_pool(ws: Workspace, *, allow_hosts: Sequence[str] = ()) -> RemotePool:
+def host_pool(ws: Workspace, *, allow_hosts: Sequence[str] = (), connect: bool = True) -> RemotePool:
     """Every declared host; local ones detect their facts and get a local executor, SSH ones a
-    remote executor that connects when first needed."""
+    remote executor that connects when first needed (``connect=False``: never, for a plan that
+    only shows placement on the declared facts, as ``relgate check`` does)."""
     for name in allow_hosts:
         if name not in ws.hosts:
             raise InputError(f"--allow-host {name}: no host named {name}" + did_you_mean(name, ws.hosts))
@@ -265,4 +268,4 @@ def host_pool(ws: Workspace, *, allow_hosts: Sequence[str] = ()) -> RemotePool:
                                   f"--allow-host {spec.name}")
         hosts.append(host)
     hosts.sort(key=lambda h: h.spec.kind != "local")  # prefer this machine when it offers what is needed
-    return RemotePool(hosts, executors, blocked=blocked)
+    return RemotePool(hosts, executors, blocked=blocked, connect=connect)
