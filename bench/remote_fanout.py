@@ -55,12 +55,15 @@ LANES = {
 "wait-b" = "gate"
 "wait-c" = "gate"
 [target.wait-a]
+path = "src/cli.c"
 command = "sleep {seconds}"
 requires = ["netns"]
 [target.wait-b]
+path = "src/kernels_cpu.c"
 command = "sleep {seconds}"
 requires = ["netns"]
 [target.wait-c]
+path = "include/tinyinfer.h"
 command = "sleep {seconds}"
 requires = ["netns"]
 [fleet]
@@ -71,9 +74,11 @@ every_host = ["gate"]
 "kernels-cpu" = "gate"
 "cli-contract-cpu" = "gate"
 [target.kernels-cpu]
+path = "tests/test_kernels.c"
 command = "make test"
 requires = ["netns"]
 [target.cli-contract-cpu]
+path = "tests/cli_contract.sh"
 command = "make contract"
 requires = ["netns"]
 [fleet]
@@ -86,7 +91,7 @@ def check_ledger(home: Path, hosts: int, targets: int) -> str | None:
     """Why the last run does not count (a step not passed, a host missing), or None."""
     with Ledger.open(home) as ledger:
         run = ledger.runs()[-1]
-        steps = ledger.steps(run_id=run.id)
+        steps = [s for s in ledger.steps(run_id=run.id) if s.step != "lane-census"]  # in-process, here
     bad = [f"{s.step}: {s.verdict.value} {s.reason or ''}" for s in steps if s.verdict.value != "pass"]
     if bad:
         return "; ".join(bad)

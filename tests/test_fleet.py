@@ -355,6 +355,7 @@ requires = ["netns"]
 evidence = true
 
 [target.qual-tool]
+path = "src/cli.c"
 command = "sh -c 'echo qualifying on $(hostname -I 2>/dev/null || ip -4 -br addr)'"
 requires = ["netns"]
 
@@ -407,7 +408,8 @@ def test_cli_qualification_runs_once_per_board_and_toolkit_across_the_fleet(ns, 
     done = project.relgate("lane", "qualification", "qual-tool")
     assert done.returncode == 0, done.stdout + done.stderr
     rows = _rows_of(project)
-    assert sorted(rows) == ["qual-tool@ns1", "qual-tool@ns3"]  # ns2 is another H200 with the same toolkit
+    assert sorted(rows) == ["lane-census", "qual-tool@ns1", "qual-tool@ns3"]  # ns2: another H200, same toolkit
+    assert rows["lane-census"]["verdict"] == "pass" and rows["lane-census"]["host"] == "local"  # once, here
     log = (project.home / rows["qual-tool@ns3"]["log_path"]).read_text()
     assert f"qualifying on {ns[2].address}" in log or ns[2].address in log
 
@@ -471,6 +473,7 @@ def test_cli_sigterm_during_a_fleet_lane_ends_the_commands_on_every_host_and_the
 [lanes]
 "kernels-cpu" = "gate"
 [target.kernels-cpu]
+path = "tests/test_kernels.c"
 command = "sh -c 'echo $$ > {marks}/$(hostname -I | tr -d \\" \\").pid; exec sleep 60'"
 requires = ["netns"]
 [fleet]
@@ -496,7 +499,8 @@ every_host = ["gate"]
         assert not _alive(pidfile), pidfile.name
     with ledger_of(project) as ledger:
         assert ledger.runs()[-1].outcome == "interrupted"
-        assert all(s.verdict is not Verdict.PASS for s in ledger.steps(run_id=ledger.runs()[-1].id))
+        stopped = [s for s in ledger.steps(run_id=ledger.runs()[-1].id) if s.step != "lane-census"]
+        assert len(stopped) == 2 and all(s.verdict is not Verdict.PASS for s in stopped), stopped
 
 
 def test_an_exclusive_host_runs_its_steps_one_after_another_under_one_lock_for_the_lane(ns, tmp_path: Path) -> None:
@@ -509,9 +513,11 @@ def test_an_exclusive_host_runs_its_steps_one_after_another_under_one_lock_for_t
 "first" = "gate"
 "second" = "gate"
 [target.first]
+path = "src/cli.c"
 command = "sh -c 'sleep 1; touch {marks}/first-done-$(hostname -I | tr -d \\" \\")'"
 requires = ["netns"]
 [target.second]
+path = "src/kernels_cpu.c"
 command = "sh -c 'test -e {marks}/first-done-$(hostname -I | tr -d \\" \\")'"
 requires = ["netns"]
 [fleet]
@@ -522,7 +528,7 @@ every_host = ["gate"]
     assert done.returncode == 0, done.stdout + done.stderr
     rows = _rows_of(project)
     assert {n: r["verdict"] for n, r in rows.items()} == {
-        "first@ns1": "pass", "second@ns1": "pass", "first@ns2": "pass", "second@ns2": "pass"}
+        "lane-census": "pass", "first@ns1": "pass", "second@ns1": "pass", "first@ns2": "pass", "second@ns2": "pass"}
     first = (project.home / rows["first@ns1"]["log_path"]).read_text()
     second = (project.home / rows["second@ns1"]["log_path"]).read_text()
     assert "ns1: locked for this lane" in first and "locked" not in second  # one lock, for the whole lane

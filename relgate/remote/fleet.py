@@ -28,6 +28,7 @@ from relgate.core.errors import ManifestError
 from relgate.core.redact import redact_env
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
+from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import DEFAULT_WORKERS
 from relgate.manifest.schema import did_you_mean, display_path
@@ -81,10 +82,12 @@ class FleetResult:
 
 def spread(steps: Sequence[PlannedStep], hosts: Sequence[Host]) -> list[PlannedStep]:
     """Each step not pinned to a host becomes one step per host offering what it requires,
-    named ``NAME@HOST``; a step no host offers stays as it is (placement says why)."""
+    named ``NAME@HOST``; a step no host offers stays as it is (placement says why), and so does
+    an in-process check (the lane census), which runs once, here."""
     out: list[PlannedStep] = []
     for step in steps:
-        offering = [h for h in hosts if not h.missing(step.requires)] if step.host is None else []
+        pinned = step.host is not None or step.action is not None
+        offering = [] if pinned else [h for h in hosts if not h.missing(step.requires)]
         if not offering:
             out.append(step)
             continue
@@ -231,7 +234,7 @@ def run_fleet_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str,
         with Ledger.open(ws.home) as ledger:
             run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
                                       project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
-                                      dirty=facts.dirty)
+                                      dirty=facts.dirty, identity=project_identity(ws, facts))
             summary = RunSummary(run_id=run_id, session=session, facts=facts)
             try:
                 result = run_fleet(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
