@@ -16,7 +16,7 @@ On whatever machine it runs (a workstation here, the GPU machine with the kit):
    ``status.json`` (``relgate status --json``), ``nox.log``, ``logs.txt`` (the logs of
    the steps on the ssh host and of every step that did not pass, then sshd's log),
    ``evidence.tsv``, ``measurements.tsv`` (the bench rows with their metadata),
-   ``check.txt`` (``relgate check``) and ``signoff.txt``: eight flat text files.
+   ``check.txt`` (``relgate check`` and the host files) and ``signoff.txt``: eight flat text files.
 
 ``--cpu-on ssh`` also sends the CPU steps to the ssh host (a rehearsal of the remote path
 where no GPU exists). Exit status: nox's (1 when ``--require-all`` finds an arm not run),
@@ -145,14 +145,16 @@ def write_manifests(dest: Path, root: Path, cpu_on: str) -> None:
     project.write_text(project.read_text().replace('root = "../examples/tinyinfer"', f'root = "{root}"'))
     if cpu_on != "ssh":
         return
-    # Every step that requires nothing requires what only the ssh host offers.
+    # Every step that requires nothing requires what only the ssh host offers (a check of a
+    # release target takes the target's; relgate's builtins run here).
     for name, marker in (("lanes.toml", "[target."), ("builds.toml", "[release."), ("builds.toml", "[[check]]")):
         path = dest / name
         out: list[str] = []
         block: list[str] = []
 
         def flush() -> None:
-            if block and block[0].startswith(marker) and not any(line.startswith("requires") for line in block):
+            keys = {line.split("=")[0].strip() for line in block if "=" in line}
+            if block and block[0].startswith(marker) and not keys & {"requires", "release", "builtin"}:
                 block.insert(1, f'requires = ["{REMOTE_ONLY}"]\n')
             out.extend(block)
             block.clear()
@@ -278,7 +280,10 @@ def main(argv: list[str] | None = None) -> int:
                "RELGATE_HOME": str(home), "NO_COLOR": "1", "PYTHONUNBUFFERED": "1",
                "PYTHONPATH": os.pathsep.join(filter(None, [str(CHECKOUT), os.environ.get("PYTHONPATH")]))}
         cli = [sys.executable, "-m", "relgate.cli"]
-        (args.out / "check.txt").write_text(sh([*cli, "check"], env=env, cwd=root).stdout)
+        hosts = "".join(f"# --- hosts/{f.name}\n{f.read_text()}" for f in sorted((work / "hosts").glob("*.toml")))
+        checked = sh([*cli, "check"], env=env, cwd=root)
+        (args.out / "check.txt").write_text(f"$ relgate check  # exit {checked.returncode}\n"
+                                            f"{checked.stdout}{checked.stderr}{hosts}")
         nox = [sys.executable, "-m", "nox", "-f", str(CHECKOUT / "noxfile.py")]
         log = args.out / "nox.log"
         log.write_text("")
@@ -290,6 +295,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             (args.out / "signoff.txt").write_text(signoff + "\n")
         status = sh([*cli, "status", "--json"], env=env, cwd=root)
+        if status.returncode != 0:
+            raise Failed(f"relgate status --json: {status.stderr.strip()}")
         (args.out / "status.json").write_text(status.stdout)
         steps = json.loads(status.stdout)["steps"]
         wrong = misplaced(steps, gpu_steps(work / "manifests"))

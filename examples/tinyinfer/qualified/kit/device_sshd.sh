@@ -5,6 +5,8 @@
 #   bash examples/tinyinfer/qualified/kit/device_sshd.sh [KIT]   # KIT: default CHECKOUT/.carry
 #   . /tmp/relgate-kit/env.sh     # PATH, PYTHONPATH and RELGATE_SSHD for the run
 # It starts no server and makes no keys: qualify_over_ssh.py does both, fresh, per run.
+# Knobs: RELGATE_KIT_RUN (/tmp/relgate-kit), RELGATE_SITE (/tmp/site), PY (python3);
+# RELGATE_KIT_FORCE_LOADER=1, RELGATE_KIT_FORCE_NSS_WRAPPER=1 take the device's other paths here.
 # Exit 0 only when sshd -t accepts a config with the prefix's sshd, and python imports
 # fabric, paramiko, nox and git.
 set -euo pipefail
@@ -23,15 +25,19 @@ log "$(. /etc/os-release 2>/dev/null && echo "${PRETTY_NAME:-?}"), $(getconf GNU
 for t in git nvidia-smi nvcc sshd ssh; do log "on PATH: $t -> $(command -v $t || echo MISSING)"; done
 [ -d "$KIT/whl" ] && [ -d "$KIT/debs" ] || die "$KIT has no whl/ and debs/: run make_kit.sh and carry .carry"
 
-# 1. wheels (one pip call: --target --upgrade replaces whole folders)
-"$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$KIT"/whl/*.whl
-log "$(ls "$KIT"/whl/*.whl | wc -l) wheels in $SITE"
+# 1. wheels (one pip call: --target --upgrade replaces whole folders); RELGATE_KIT_NO_WHEELS=1
+#    where python already has them (a rehearsal of the prefix on a workstation)
+if [ "${RELGATE_KIT_NO_WHEELS:-0}" != 1 ]; then
+  "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target "$SITE" "$KIT"/whl/*.whl
+  log "$(ls "$KIT"/whl/*.whl | wc -l) wheels in $SITE"
+fi
 
 # 2. the OpenSSH prefix; Debian 12's binaries need glibc >= 2.36, else they run under its own loader
 rm -rf "$RUN"; mkdir -p "$R" "$RUN/bin"; chmod 700 "$RUN"
 for deb in "$KIT"/debs/*.deb; do unpack "$deb" "$R"; done
 LOADER=""; SSHD_FLAGS=""
-if [ "$(printf '%s\n2.36\n' "$(getconf GNU_LIBC_VERSION | cut -d' ' -f2)" | sort -V | head -1)" != 2.36 ]; then
+if [ "$(printf '%s\n2.36\n' "$(getconf GNU_LIBC_VERSION | cut -d' ' -f2)" | sort -V | head -1)" != 2.36 ] ||
+   [ "${RELGATE_KIT_FORCE_LOADER:-0}" = 1 ]; then
   mkdir -p "$RUN/glibc"; unpack "$KIT"/glibc-deb/libc6_*.deb "$RUN/glibc"
   LOADER="$RUN/glibc/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 --library-path $RUN/glibc/lib/x86_64-linux-gnu:$LIBS"
   SSHD_FLAGS="-r"   # no re-exec through the system's loader
@@ -44,7 +50,7 @@ missing=$(LD_LIBRARY_PATH=$LIBS ${LOADER:+$LOADER --list} ${LOADER:-ldd} "$R/usr
 #    none, without touching /etc) and /run/sshd; a locked root ('!') would refuse key logins
 PRELOAD=""
 locked=$(getent shadow root 2>/dev/null | cut -d: -f2 | cut -c1 || true)
-if ! getent passwd sshd >/dev/null || [ "$locked" = "!" ]; then
+if ! getent passwd sshd >/dev/null || [ "$locked" = "!" ] || [ "${RELGATE_KIT_FORCE_NSS_WRAPPER:-0}" = 1 ]; then
   { getent passwd | grep -v '^sshd:'; echo "sshd:x:64999:65534:sshd privsep:/run/sshd:/bin/false"; } > "$RUN/passwd"
   { getent group; getent group 65534 >/dev/null || echo "nogroup:x:65534:"; } > "$RUN/group"
   PRELOAD="LD_PRELOAD=$R/usr/lib/x86_64-linux-gnu/libnss_wrapper.so NSS_WRAPPER_PASSWD=$RUN/passwd NSS_WRAPPER_GROUP=$RUN/group"
