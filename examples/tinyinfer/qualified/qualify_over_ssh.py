@@ -85,7 +85,10 @@ def start_sshd(sshd: str, keygen_bin: str, d: Path) -> tuple[subprocess.Popen[by
     auth = d / "authorized_keys"
     auth.write_text((d / "id_ed25519.pub").read_text())
     auth.chmod(0o600)
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation's empty dir
+    try:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation's empty dir
+    except OSError as exc:
+        raise Failed(f"/run/sshd (sshd's privilege separation dir): {exc.strerror}") from None
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
