@@ -177,6 +177,27 @@ def test_the_kit_writes_only_into_an_ignored_folder_and_its_scripts_parse(tmp_pa
     assert not list(QUALIFIED.rglob("*_key")) and not list(QUALIFIED.rglob("id_*"))  # no committed keys
 
 
+@pytest.mark.skipif(not (REPO / ".carry" / "debs").is_dir(),
+                    reason="no device kit in .carry/ (examples/tinyinfer/qualified/kit/make_kit.sh builds it)")
+def test_the_kits_own_sshd_under_its_loader_and_nss_wrapper_qualifies_the_same(tmp_path: Path) -> None:
+    """The device's other paths, taken here: OpenSSH from the kit's .debs in a prefix, run by
+    the kit's glibc loader (an older glibc) with the privsep user from nss_wrapper (no sshd user)."""
+    run = tmp_path / "kit"
+    env = {**os.environ, "RELGATE_KIT_RUN": str(run), "RELGATE_KIT_NO_WHEELS": "1",
+           "RELGATE_KIT_FORCE_LOADER": "1", "RELGATE_KIT_FORCE_NSS_WRAPPER": "1"}
+    done = subprocess.run(["bash", str(KIT / "device_sshd.sh")], env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "run under the kit's loader" in done.stdout and "from nss_wrapper" in done.stdout
+    out = tmp_path / "out"
+    done = qualify(out, "--cpu-on", "ssh", "--sshd", str(run / "bin" / "sshd"),
+                   "--ssh-keygen", str(run / "bin" / "ssh-keygen"))
+    result = Run(out, done)
+    assert done.returncode == 1, done.stdout[-3000:] + done.stderr
+    assert result.steps["kernels-cpu"]["host"] == "gpu" and result.steps["kernels-cpu"]["verdict"] == "pass"
+    assert result.cells("gpu")["kernels cpu cases_passed"] == "17"
+    assert "placement: as intended" in result.summary
+
+
 # --- found while preparing the device run: bugs in the SSH executor (issue 11's files) -------
 
 

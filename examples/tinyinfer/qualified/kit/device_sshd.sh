@@ -41,9 +41,10 @@ if [ "$(printf '%s\n2.36\n' "$(getconf GNU_LIBC_VERSION | cut -d' ' -f2)" | sort
   mkdir -p "$RUN/glibc"; unpack "$KIT"/glibc-deb/libc6_*.deb "$RUN/glibc"
   LOADER="$RUN/glibc/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2 --library-path $RUN/glibc/lib/x86_64-linux-gnu:$LIBS"
   SSHD_FLAGS="-r"   # no re-exec through the system's loader
-  log "glibc older than 2.36: ssh and sshd run under the kit's loader"
+  log "glibc older than 2.36 (or forced): ssh and sshd run under the kit's loader"
 fi
-missing=$(LD_LIBRARY_PATH=$LIBS ${LOADER:+$LOADER --list} ${LOADER:-ldd} "$R/usr/sbin/sshd" 2>&1 | grep 'not found' || true)
+if [ -n "$LOADER" ]; then libs=$($LOADER --list "$R/usr/sbin/sshd" 2>&1); else libs=$(LD_LIBRARY_PATH=$LIBS ldd "$R/usr/sbin/sshd" 2>&1); fi
+missing=$(echo "$libs" | grep 'not found' || true)
 [ -z "$missing" ] || die "sshd still lacks: $missing"
 
 # 3. privilege separation: an 'sshd' user (nss_wrapper gives sshd one where the machine has
