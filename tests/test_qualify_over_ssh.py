@@ -84,8 +84,9 @@ def test_cuda_arms_are_not_run_naming_cuda_and_require_all_is_red(here_run: Run)
         row = here_run.steps[arm]
         assert row["verdict"] == "not-run" and row["reason"] == "no host offers cuda", row
     assert "exit 1 (RED)" in here_run.summary and "placement: as intended" in here_run.summary
-    assert "Not passed: kernels-cuda, cli-contract-cuda, matvec-bench-cuda" in here_run.summary
-    assert {s["verdict"] for n, s in here_run.steps.items() if n not in CUDA_ARMS} == {"pass"}
+    red = CUDA_ARMS | ({"release-cuda"} if shutil.which("nvcc") is None else set())  # no nvcc: not built either
+    assert {n for n, s in here_run.steps.items() if s["verdict"] != "pass"} == red
+    assert f"Not passed: {', '.join(n for n in here_run.steps if n in red)}" in here_run.summary
 
 
 def test_cpu_steps_stay_here_and_the_cuda_build_runs_on_the_ssh_host_after_a_verified_bundle(here_run: Run) -> None:
@@ -156,7 +157,8 @@ def test_a_gpu_on_the_machine_relgate_runs_on_is_not_claimed_by_the_local_host(t
         row = run.steps[arm]
         assert row["host"] == "gpu" and row["board"] == "NVIDIA H200" and row["driver"] == "580.159.03", row
         assert row["verdict"] in ("fail", "error"), row  # a stand-in GPU never passes
-    assert "SKIP: no CUDA device" in run.logs or "no CUDA device available" in run.logs
+    if shutil.which("nvcc"):  # built: the CUDA runtime itself says there is no device
+        assert "SKIP: no CUDA device" in run.logs and "no CUDA device available" in run.logs
 
 
 def test_a_server_that_will_not_start_is_one_line_and_exit_2(tmp_path: Path) -> None:
