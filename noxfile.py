@@ -15,12 +15,15 @@ RELGATE_HOME another ledger home.
 
 from __future__ import annotations
 
+import logging
 import sys
 from pathlib import Path
 
 import nox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+# nox logs at DEBUG; paramiko would narrate every packet of a remote run into the output.
+logging.getLogger("paramiko").setLevel(logging.WARNING)
 
 # Each module registers its sessions; `nox -l` lists them in this order. The session modules
 # import the engine inside each session function, so listing imports none of it.

@@ -41,8 +41,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _common import failed, make_project, timed  # noqa: E402
 from netns_support import netns_hosts, netns_missing  # noqa: E402
+
+from _common import failed, make_project, timed  # noqa: E402
 from relgate.ledger.store import Ledger  # noqa: E402
 
 GOAL = 1.15

@@ -14,10 +14,10 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-
 from netns_support import NetnsHost, netns_hosts, netns_missing
-from relgate.core.verdict import Verdict
+
 from conftest import git, ledger_of
+from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts, read_git_facts
 from relgate.ledger.store import Ledger
 from relgate.manifest.schema import read_toml
@@ -227,7 +227,7 @@ command = "python3 {tmp_path}/leader.py"
     outcome, = result.alone
     log = outcome.log_path.read_text()
     assert outcome.verdict is Verdict.PASS, (outcome.reason, log)
-    shard, worker, leader = ns[0].address, ns[1].address, ns[2].address
+    shard, worker = ns[0].address, ns[1].address
     assert f"leader@ns3 | workers: {shard}:7101,{worker}:7102 shards: {shard}:7101" in log
     assert f"leader@ns3 | reply PING@{shard}:7101" in log and f"leader@ns3 | reply PING@{worker}:7102" in log
     assert "shard@ns1 | served; ending" in log and "worker@ns2 | READY worker" in log

@@ -3,10 +3,10 @@ plus the lanes loader and placement on a real copy of the example)."""
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from conftest import copy_example
 from relgate.core.errors import ManifestError

@@ -150,7 +150,7 @@ def test_a_gpu_on_the_machine_relgate_runs_on_is_not_claimed_by_the_local_host(t
     done = qualify(out, path_prefix=fake)
     run = Run(out, done)
     assert done.returncode == 1, done.stdout[-3000:] + done.stderr
-    for name, row in run.steps.items():
+    for row in run.steps.values():
         if row["host"] == "local":
             assert row["board"] is None and row["driver"] is None, row
     for arm in CUDA_ARMS:
@@ -200,12 +200,9 @@ def test_the_kits_own_sshd_under_its_loader_and_nss_wrapper_qualifies_the_same(t
     assert "placement: as intended" in result.summary
 
 
-# --- found while preparing the device run: bugs in the SSH executor (issue 11's files) -------
+# --- found while preparing the device run (fixed): the host file's env on every SSH command, a quiet paramiko
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: deliver() runs git over SSH without the host file's env "
-                                       "(PATH), so a host whose git is only on its declared PATH cannot be "
-                                       "delivered to; qualify_over_ssh.py works around it with sshd SetEnv")
 def test_delivery_runs_git_with_the_host_files_path(tmp_path: Path) -> None:
     from relgate.manifest.schema import read_toml
     from relgate.manifest.specs import parse_host
@@ -237,7 +234,5 @@ def test_delivery_runs_git_with_the_host_files_path(tmp_path: Path) -> None:
         server.stop()
 
 
-@pytest.mark.xfail(strict=True, reason="issue 11: paramiko's DEBUG records reach nox's log (the noxfile quiets "
-                                       "'git' only): hundreds of 'paramiko.transport >' lines per remote run")
 def test_a_remote_run_does_not_narrate_paramikos_transport(here_run: Run) -> None:
     assert "paramiko.transport >" not in (here_run.out / "nox.log").read_text()

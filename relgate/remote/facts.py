@@ -101,5 +101,5 @@ def detect_remote(ex: SshExecutor) -> HostFacts:
     if not spec.detect:
         return HostFacts(boards=spec.boards, driver=spec.driver, toolkit=spec.toolkit,
                          capabilities=frozenset(spec.capabilities))
-    _, out = ex.capture(ex.with_env(PROBE_SCRIPT), timeout=120)
+    _, out = ex.capture(PROBE_SCRIPT, timeout=120)
     return facts_from_probe(spec, parse_probe(out))

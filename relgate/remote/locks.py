@@ -169,7 +169,7 @@ def parse_gpu_processes(text: str) -> tuple[str | None, list[GpuProcess]]:
 def gpu_preflight(ex: SshExecutor, *, say: Callable[[str], None]) -> None:
     """Record the processes holding GPU memory; raise SshError when another user's holds it
     (unless the host file's ``allow_busy_gpu`` says why that is fine)."""
-    _, out = ex.capture(ex.with_env(_GPU_SCRIPT))
+    _, out = ex.capture(_GPU_SCRIPT)
     if "@no-nvidia-smi" in out:
         return
     me, procs = parse_gpu_processes(out)

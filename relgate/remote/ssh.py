@@ -238,12 +238,13 @@ class SshExecutor:
         return transport
 
     def capture(self, command: str, *, timeout: float = 60.0, limit: int = 1 << 20) -> tuple[int | None, str]:
-        """Run a short shell command; its exit status and (bounded) stdout+stderr. Raises SshError."""
+        """Run a short shell command with the host file's ``env`` (its PATH finds git, nvcc …); its
+        exit status and (bounded) stdout+stderr. Raises SshError."""
         try:
             chan = self._transport().open_session()
             chan.set_combine_stderr(True)
             chan.settimeout(timeout)
-            chan.exec_command(command)
+            chan.exec_command(self.with_env(command))
             out = bytearray()
             while True:
                 data = chan.recv(65536)
