@@ -1,16 +1,24 @@
 """Keep secrets out of logs and the ledger (tox ``util/redact.py`` habit).
 
 Over-redaction is reversible, a leaked token is not: any variable whose name looks
-secret has its value hidden, wherever that value shows up.
+secret has its value hidden, wherever that value shows up; so are ``name=value`` pairs
+with a secret-looking name, credentials inside URLs (``https://user:pw@host``, a long
+token as the user part) and credential headers (``Authorization: Bearer …``,
+``X-Api-Key: …``, ``Cookie: …``). A secret with none of these shapes, under a harmless
+name, is not caught.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from pathlib import Path
 
-__all__ = ["display_command", "MASK", "is_secret_name", "redact_env", "redact_argv", "argv_secrets", "shell_secrets", "Redactor"]
+__all__ = ["display_command", "MASK", "is_secret_name", "redact_env", "redact_argv", "argv_secrets", "shell_secrets",
+           "env_secrets", "redact_text", "redact_file", "Redactor"]
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"TOKEN|PASSWORD|PASSWD|SECRET|KEY|CREDENTIAL|AUTH", re.IGNORECASE)
@@ -21,6 +29,19 @@ _INLINE = re.compile(
     r"(?P<sep>=)(?P<value>[^\s'\"&;]+)",
     re.IGNORECASE,
 )
+# Credentials inside a URL: scheme://user:PASSWORD@host, and scheme://TOKEN@host (a long
+# user part alone is how GitHub and others pass a token).
+_URL = re.compile(
+    r"(?P<name>\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^\s/@:'\"]*:)?)(?P<sep>)(?P<value>[^\s/@'\"]+)(?=@)")
+_URL_USER_ONLY = 16  # shorter user names without a password ("git", "deploy") stay visible
+# HTTP headers that carry credentials, as on a curl/wget command line or in a log:
+# "Authorization: Bearer VALUE", "X-Api-Key: VALUE", "Cookie: VALUE".
+_HEADER = re.compile(
+    r"(?P<name>\b(?:Authorization|Proxy-Authorization|Cookie|Set-Cookie|"
+    r"[A-Za-z0-9-]*(?:token|secret|api-?key|password|auth)[A-Za-z0-9-]*)\s*:\s*"
+    r"(?:(?:Bearer|Basic|Token|Digest|Negotiate|token)\s+)?)(?P<sep>)(?P<value>[^\s'\"]+)",
+    re.IGNORECASE,
+)
 _MIN_SECRET = 6  # shorter values ("1", "yes") would redact half of every log
 
 
@@ -28,8 +49,49 @@ def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
 
 
+def _url_keep(m: re.Match[str]) -> bool:
+    """A URL's user part alone (no password) is a secret only when it is long (a token)."""
+    return not m["name"].endswith(":") and len(m["value"]) < _URL_USER_ONLY
+
+
+def _hide(text: str) -> tuple[str, list[str]]:
+    """``text`` with every pattern-found secret masked, and the values masked."""
+    values: list[str] = []
+
+    def mask(m: re.Match[str]) -> str:
+        values.append(m["value"])
+        return f"{m['name']}{m['sep']}{MASK}"
+
+    if "=" in text:
+        text = _INLINE.sub(mask, text)
+    if "://" in text:
+        text = _URL.sub(lambda m: m[0] if _url_keep(m) else mask(m), text)
+    if ":" in text:
+        text = _HEADER.sub(lambda m: m[0] if m["value"] == MASK else mask(m), text)
+    return text, values
+
+
+def redact_text(text: str) -> str:
+    """Free text with ``name=value`` secrets, URL credentials and credential headers masked."""
+    return _hide(text)[0]
+
+
 def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    return {k: (MASK if is_secret_name(k) and v else v) for k, v in env.items()}
+    """Secret-named variables masked; any other value has the credentials it carries masked
+    (``DB_URL=postgres://u:pw@h/db`` → ``postgres://u:***@h/db``)."""
+    return {k: (MASK if is_secret_name(k) and v else redact_text(v)) for k, v in env.items()}
+
+
+def env_secrets(env: Mapping[str, str]) -> list[str]:
+    """Values to hide wherever they show up: secret-named variables' values, and the
+    credentials inside the other values (a URL's password)."""
+    out = []
+    for k, v in env.items():
+        if is_secret_name(k):
+            out.append(v)
+        elif "://" in v or ":" in v:
+            out.extend(_hide(v)[1])
+    return out
 
 
 def _walk_argv(argv: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
@@ -43,8 +105,7 @@ def _walk_argv(argv: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
             hide_next = True  # `--token abc`: the next argument is the secret
             yield arg, []
         else:
-            yield (_INLINE.sub(lambda m: f"{m['name']}{m['sep']}{MASK}", arg),
-                   [m["value"] for m in _INLINE.finditer(arg)])
+            yield _hide(arg)
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
@@ -86,11 +147,29 @@ class Redactor:
 
     @classmethod
     def from_env(cls, *envs: Mapping[str, str]) -> "Redactor":
-        return cls(v for env in envs for k, v in env.items() if is_secret_name(k))
+        return cls(v for env in envs for v in env_secrets(env))
 
     def __call__(self, text: str) -> str:
         if self._values is not None:
             text = self._values.sub(MASK, text)
-        if "=" in text:
-            text = _INLINE.sub(lambda m: f"{m['name']}{m['sep']}{MASK}", text)
-        return text
+        return _hide(text)[0]
+
+
+def redact_file(path: Path, redact: Redactor) -> None:
+    """Rewrite a text file with ``redact`` applied line by line (bounded memory); the file
+    is replaced atomically, and left alone when nothing in it needed hiding."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    changed = False
+    try:
+        with open(path, "rb") as src, os.fdopen(fd, "wb") as out:
+            for raw in src:
+                line = raw.decode("utf-8", "surrogateescape")
+                shown = redact(line)
+                changed = changed or shown != line
+                out.write(shown.encode("utf-8", "surrogateescape"))
+        if changed:
+            os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)

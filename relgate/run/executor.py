@@ -19,16 +19,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Protocol
 
-from relgate.core.redact import Redactor, argv_secrets, display_command, is_secret_name, redact_env, shell_secrets
+from relgate.core.redact import Redactor, argv_secrets, display_command, env_secrets, redact_env, shell_secrets
+from relgate.run.guard import TAG_VAR, Guardian, describe, kill_pids, new_tag, tagged
 from relgate.run.hosts import Host
 
 __all__ = [
     "CommandRequest", "CommandResult", "LogSink", "FileSink", "Executor", "LocalExecutor",
-    "Interrupted", "TAIL_LINES",
+    "Interrupted", "LogWriteError", "TAIL_LINES",
 ]
 
 TAIL_LINES = 40
 _KILL_GRACE = 5.0
+_LINE_MAX = 1 << 16  # a longer line reaches the sink in pieces (bounded memory)
 
 
 class Interrupted(BaseException):
@@ -80,10 +82,12 @@ class CommandResult:
     spawn_error: str | None
     log_path: Path | None
     tail: str
+    log_error: str | None = None  # the log could not be written; the command was stopped
+    strays: tuple[str, ...] = ()  # processes that outlived the command (escaped its group): killed
 
     @property
     def ok(self) -> bool:
-        return self.exit_code == 0 and not self.timed_out and self.spawn_error is None
+        return self.exit_code == 0 and not self.timed_out and self.spawn_error is None and self.log_error is None
 
 
 class LogSink(Protocol):
@@ -94,16 +98,57 @@ class LogSink(Protocol):
     def write(self, text: str) -> None: ...
 
 
-class FileSink:
-    """Appends to a log file, flushing per chunk so the log is readable while it grows."""
+class LogWriteError(OSError):
+    """The log could not be written (a full disk, an unwritable folder): the step is an error."""
 
-    def __init__(self, fh: IO[str], path: Path) -> None:
+
+class FileSink:
+    """Appends to a log file as output arrives, so the log is readable while it grows.
+
+    A binary file is written unbuffered (nothing is left to flush, so closing it never fails
+    late); a text file is flushed per chunk. The first failed write is kept in ``error`` and
+    raised as :class:`LogWriteError`; later writes fail at once. With ``limit``, output past
+    that many bytes is not kept: one marker line says where the log was cut.
+    """
+
+    def __init__(self, fh: IO[str] | IO[bytes], path: Path, *, limit: int | None = None) -> None:
         self._fh = fh
         self.path = path
+        self.error: str | None = None
+        self.limit = limit
+        self.written = 0
+        self.dropped = 0
+        self._binary = "b" in getattr(fh, "mode", "")
 
     def write(self, text: str) -> None:
-        self._fh.write(text)
-        self._fh.flush()
+        if self.limit is not None:
+            room = self.limit - self.written
+            if room <= 0:
+                self.dropped += len(text.encode())
+                return
+            data = text.encode()
+            if len(data) > room:
+                self.dropped += len(data) - room
+                text = data[:room].decode("utf-8", "ignore") + (
+                    f"\n# relgate: log cut at max_log_bytes = {self.limit}; the rest of the output is not kept\n")
+        self.note(text)
+        self.written += len(text.encode()) if self.limit is not None else 0
+
+    def note(self, text: str) -> None:
+        """Write ``text`` whatever the limit (relgate's own lines)."""
+        if self.error is not None:
+            raise LogWriteError(self.error)
+        try:
+            if self._binary:
+                data = memoryview(text.encode())
+                while data:
+                    data = data[self._fh.write(data):]  # type: ignore[arg-type]
+            else:
+                self._fh.write(text)  # type: ignore[arg-type]
+                self._fh.flush()
+        except OSError as exc:
+            self.error = f"cannot write the log {self.path}: {exc.strerror or exc}"
+            raise LogWriteError(self.error) from None
 
 
 class Executor(Protocol):
@@ -113,17 +158,20 @@ class Executor(Protocol):
 
 
 class LocalExecutor:
-    """Runs commands on this machine, each in its own process group."""
+    """Runs commands on this machine, each in its own process group (session), watched by
+    a :class:`~relgate.run.guard.Guardian` so that no command outlives relgate."""
 
     def __init__(self, host: Host, *, base_env: Mapping[str, str] | None = None) -> None:
         self.host = host
         self._base_env = dict(os.environ if base_env is None else base_env)
+        self._guardian = Guardian(_KILL_GRACE)
 
     def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
-        env = {**self._base_env, **request.env}
+        tag = new_tag()
+        env = {**self._base_env, **request.env, TAG_VAR: tag}
         # Values of secret-named variables, and secrets passed on the command line: the
         # command may echo either, so both are hidden from the sink, the tail and the record.
-        redact = Redactor([*(v for k, v in env.items() if is_secret_name(k)), *request.secrets()])
+        redact = Redactor([*env_secrets(env), *request.secrets()])
         tail: deque[str] = deque(maxlen=TAIL_LINES)
         started = datetime.now(timezone.utc)
         t0 = time.monotonic()
@@ -150,11 +198,16 @@ class LocalExecutor:
                 message = f"cannot run {what}: working directory {request.cwd}: {exc.strerror or exc}"
             else:
                 message = f"cannot run {what}: {exc.strerror or exc}"
-            sink.write(message + "\n")
             tail.append(message + "\n")
+            try:
+                sink.write(message + "\n")
+            except OSError:
+                pass  # the spawn error is the news; the log's own failure shows on the next step
             return result(spawn_error=message)
 
-        reader = threading.Thread(target=_pump, args=(proc.stdout, sink, tail, redact), daemon=True)
+        self._guardian.watch(proc.pid, tag)
+        pump = _Pump(proc, sink, tail, redact)
+        reader = threading.Thread(target=pump.run, daemon=True)
         reader.start()
         timed_out = False
         try:
@@ -164,48 +217,132 @@ class LocalExecutor:
             except subprocess.TimeoutExpired:
                 timed_out = True
                 _kill_group(proc)
+            if pump.error is not None:  # the log broke: stop whatever the command left running
+                _kill_group(proc)
+            reader.join(timeout=2)
+            if reader.is_alive():  # a straggler in the group still holds the pipe
+                _kill_group(proc)
+                reader.join(timeout=2)
+            strays = tagged(tag)
+            if strays:  # escaped the group (setsid) and still alive: they do not outlive the step
+                described = tuple(describe(pid) for pid in strays)
+                kill_pids(strays)
+                reader.join(timeout=2)
+                pump.note(f"# relgate: {len(strays)} process(es) outlived the command (left its process group); "
+                          f"killed: {', '.join(described)}\n")
+            else:
+                described = ()
         except BaseException:
-            # Ctrl-C, SIGTERM (as Interrupted) or a crash: never leave the command behind.
+            # Ctrl-C, SIGTERM/SIGHUP (as Interrupted) or a crash: never leave the command behind.
             _kill_group(proc)
-            reader.join(timeout=2)
+            kill_pids(tagged(tag))
+            pump.close()
             raise
-        reader.join(timeout=2)
-        if reader.is_alive():  # a straggler in the group still holds the pipe
-            _kill_group(proc)
-            reader.join(timeout=2)
+        finally:
+            self._guardian.release(proc.pid)
+        pump.close()  # late output of anything left is drained, never written
         code = proc.returncode
+        extra = dict(log_error=pump.error, strays=described)
         if timed_out:
-            return result(timed_out=True, signal=-code if code is not None and code < 0 else None)
+            return result(timed_out=True, signal=-code if code is not None and code < 0 else None, **extra)
         if code is not None and code < 0:
-            return result(signal=-code)
-        return result(exit_code=code)
+            return result(signal=-code, **extra)
+        return result(exit_code=code, **extra)
 
 
-def _pump(stream: IO[bytes], sink: LogSink, tail: deque[str], redact: Redactor) -> None:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    for raw in iter(stream.readline, b""):
-        text = redact(decoder.decode(raw))
-        sink.write(text)
-        tail.append(text)
-    rest = decoder.decode(b"", final=True)
-    if rest:
-        sink.write(rest)
-        tail.append(rest)
-    stream.close()
+class _Pump:
+    """Reads the command's output to its end: decode, redact, keep the tail, write the sink.
+
+    A failed sink write is kept (``error``) and stops the command's group at once; the
+    output is still drained so nothing blocks on a full pipe. After :meth:`close`, output
+    (of a process that escaped) is drained and dropped, never written to a closed log."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], sink: LogSink, tail: deque[str], redact: Redactor) -> None:
+        self._proc, self._sink, self._tail, self._redact = proc, sink, tail, redact
+        self._lock = threading.Lock()
+        self._closed = False
+        self.error: str | None = None
+
+    def run(self) -> None:
+        stream = self._proc.stdout
+        assert stream is not None
+        decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        try:
+            for raw in iter(lambda: stream.readline(_LINE_MAX), b""):
+                self._emit(decoder.decode(raw))
+            self._emit(decoder.decode(b"", final=True))
+        except Exception:  # noqa: BLE001 - a reader that dies would block the command on its pipe
+            pass
+        finally:
+            stream.close()
+
+    def _emit(self, text: str) -> None:
+        if not text:
+            return
+        with self._lock:
+            if self._closed:
+                return
+            text = self._redact(text)
+            self._tail.append(text)
+            if self.error is not None:
+                return
+            try:
+                self._sink.write(text)
+            except OSError as exc:
+                self.error = str(exc) if isinstance(exc, LogWriteError) else \
+                    f"cannot write the log: {exc.strerror or exc}"
+                try:
+                    os.killpg(self._proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
+    def note(self, text: str) -> None:
+        """relgate's own line, into the tail and (when it still works) the log."""
+        with self._lock:
+            self._tail.append(text)
+            if self.error is None and not self._closed:
+                try:
+                    self._sink.write(text)
+                except OSError as exc:
+                    self.error = str(exc) if isinstance(exc, LogWriteError) else \
+                        f"cannot write the log: {exc.strerror or exc}"
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM the command's process group, then SIGKILL what is left after a grace."""
+    """SIGTERM the command's process group, then SIGKILL what is left after a grace.
+
+    A second stop (Ctrl-C, SIGTERM) during the grace cuts it short: SIGKILL at once, then
+    the stop goes on up."""
     try:
         os.killpg(proc.pid, signal.SIGTERM)
     except ProcessLookupError:
+        proc.wait()
         return
     try:
         proc.wait(timeout=_KILL_GRACE)
     except subprocess.TimeoutExpired:
         pass
+    except BaseException:
+        _sigkill_group(proc)
+        raise
+    _sigkill_group(proc)
+
+
+def _sigkill_group(proc: subprocess.Popen[bytes]) -> None:
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.wait()
+    pending: BaseException | None = None
+    while True:  # reap it even through yet another Ctrl-C (the group is already SIGKILLed)
+        try:
+            proc.wait()
+            break
+        except BaseException as exc:  # noqa: BLE001 - raised below, once reaped
+            pending = exc
+    if pending is not None:
+        raise pending

@@ -39,6 +39,7 @@ class PlannedStep:
     evidence_env: str | None = None  # the variable that names this step's fresh evidence file
     evidence_required: bool = False  # no evidence back is an error, not a pass
     timing_only: bool = False  # bench: ran or not, the numbers are not judged
+    max_log_bytes: int | None = None  # the log keeps this much output, then one marker line
     # An engine check run in-process instead of commands: writes lines, returns an exit status.
     action: Callable[[Callable[[str], None]], int] | None = None
     action_name: str | None = None  # how the action displays ("relgate census")

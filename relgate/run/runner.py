@@ -9,7 +9,6 @@ as ``error`` and stops the run (:class:`~relgate.executor.Interrupted` propagate
 from __future__ import annotations
 
 import os
-import re
 import signal
 import threading
 import time
@@ -21,13 +20,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from relgate.core.errors import RelgateError
-from relgate.core.redact import redact_env
+from relgate.core.redact import Redactor, redact_env, redact_file
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
 from relgate.ledger.store import Ledger
 from relgate.manifest.specs import AllowRule
 from relgate.run.allowlist import allow_rules_step
-from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, Executor, FileSink, Interrupted
+from relgate.run.executor import (
+    TAIL_LINES,
+    CommandRequest,
+    CommandResult,
+    Executor,
+    FileSink,
+    Interrupted,
+    LogWriteError,
+)
+from relgate.run.expect import OutputMatcher
 from relgate.run.harness import HarnessScanner, exit_status_reason
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
@@ -109,7 +117,7 @@ class Reporter(Protocol):
 
 @contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """While active, SIGTERM raises :class:`Interrupted` in the main thread."""
+    """While active, SIGTERM and SIGHUP raise :class:`Interrupted` in the main thread."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -117,11 +125,12 @@ def sigterm_interrupts() -> Iterator[None]:
     def handler(signum: int, frame: object) -> None:
         raise Interrupted(signum)
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in (signal.SIGTERM, signal.SIGHUP)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts: GitFacts,
@@ -197,28 +206,36 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
 
     env: dict[str, str] = {}
     evidence_file = None
-    if step.evidence_env:
-        evidence_file = ledger.evidence_path(run_id, step.name)
-        env[step.evidence_env] = str(evidence_file)
-    partial = ledger.partial_log_path(facts.commit, run_id, step.name)
+    try:
+        if step.evidence_env:
+            evidence_file = ledger.evidence_path(run_id, step.name)
+            env[step.evidence_env] = str(evidence_file)
+        partial = ledger.partial_log_path(facts.commit, run_id, step.name)
+        fh = open(partial, "wb", buffering=0)
+    except OSError as exc:  # an unwritable or full ledger home: nothing runs without its log
+        what = "make the evidence file" if step.evidence_env and evidence_file is None else "write the log"
+        reason = f"cannot {what}: {exc.filename}: {exc.strerror or exc}"
+        step_id = ledger.record_step(verdict=Verdict.ERROR, reason=reason, **row)
+        return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=Verdict.ERROR, reason=reason,
+                           duration=0.0)
     step_id = ledger.begin_step(log_path=partial, **row)
     scanner = None
     if step.scan_warnings:
         from relgate.run.scanners import StreamScanner
 
         scanner = StreamScanner()
-    captured: list[str] = []
+    matcher = OutputMatcher(step.expect_output) if step.expect_output is not None else None
     results: list[CommandResult] = []
     judged: tuple[Verdict, str] | None = None  # an action's own verdict (not-run, fail) and reason
     interrupted: BaseException | None = None
-    with open(partial, "w", encoding="utf-8") as fh:
+    with fh:
         started_ns = os.fstat(fh.fileno()).st_mtime_ns  # the step's start on the file system's clock
-        log = FileSink(fh, partial)
-        log.write(f"# relgate {session}/{step.name} on {host.name} at {facts.commit}"
-                  f"{' (dirty tree)' if facts.dirty else ''}\n")
+        log = FileSink(fh, partial, limit=step.max_log_bytes)
         harness = HarnessScanner()
-        sink = _Tee(log, scanner, captured if step.expect_output else None, harness)
+        sink = _Tee(log, scanner, matcher, harness)
         try:
+            log.write(f"# relgate {session}/{step.name} on {host.name} at {facts.commit}"
+                      f"{' (dirty tree)' if facts.dirty else ''}\n")
             if step.action is not None:
                 log.write(f"$ {step.display()}  (in-process)\n")
                 result, judged = _run_action(step, sink, host.name)
@@ -231,9 +248,19 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                 results.append(result)
                 if not result.ok:
                     break
+        except LogWriteError:
+            pass  # the step is an error below; nothing was started after the failed write
         except (Interrupted, KeyboardInterrupt) as exc:
             interrupted = exc
-            log.write(f"\n# relgate: interrupted by {_signame(exc)}; the step was stopped\n")
+            try:
+                log.note(f"\n# relgate: interrupted by {_signame(exc)}; the step was stopped\n")
+            except LogWriteError:
+                pass
+        if log.dropped:
+            try:
+                log.note(f"# relgate: {log.dropped} bytes of output past max_log_bytes were not kept\n")
+            except LogWriteError:
+                pass
     final, sha = ledger.store_log(partial, facts.commit)
     duration = sum(r.duration for r in results)
     tail = results[-1].tail if results else ""
@@ -249,18 +276,28 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         from relgate.run.scanners import partition
 
         denied, allowed = partition(found, step.allow)
-    verdict, reason = _judge(step, results, denied, "".join(captured))
-    if verdict is Verdict.FAIL and step.action is None:
+    verdict, reason = (Verdict.ERROR, log.error) if log.error and not results else \
+        _judge(step, results, denied, matcher)
+    if verdict is Verdict.FAIL and step.action is None and results:
         verdict, reason = _harness_broke(results[-1], harness) or (verdict, reason)
     if judged is not None:
         verdict, reason = judged
     if verdict is Verdict.PASS and step.produces:
         verdict, reason = _judge_products(step, host, started_ns)
+    if log.error is not None:  # a step whose log is incomplete is never judged on it
+        verdict, reason = Verdict.ERROR, log.error
     if step.timing_only and verdict is Verdict.PASS:
         reason = "timing only: ran to the end, the numbers are kept, not judged"
+    strays = sum(len(r.strays) for r in results)
+    if strays and verdict is Verdict.PASS:
+        reason = f"{strays} process(es) outlived the command (left its process group) and were killed; see the log"
     stored = None
     if evidence_file is not None and evidence_file.exists() and evidence_file.stat().st_size > 0:
-        stored = ledger.home / ledger.store_evidence(evidence_file, step_id=step_id).path
+        try:
+            redact_file(evidence_file, Redactor.from_env(os.environ, step.env))  # a test may write $TOKEN there
+            stored = ledger.home / ledger.store_evidence(evidence_file, step_id=step_id).path
+        except OSError as exc:
+            verdict, reason = Verdict.ERROR, f"cannot store the evidence: {exc.filename}: {exc.strerror or exc}"
     elif step.evidence_required and verdict is Verdict.PASS:
         verdict = Verdict.ERROR
         reason = (f"expected evidence in ${step.evidence_env}, none came back "
@@ -310,7 +347,7 @@ def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult
 
 
 def _judge(step: PlannedStep, results: list[CommandResult], warnings: list[CompilerWarning],
-           output: str) -> tuple[Verdict, str | None]:
+           matcher: OutputMatcher | None) -> tuple[Verdict, str | None]:
     last = results[-1]
     if last.spawn_error:
         return Verdict.ERROR, last.spawn_error
@@ -327,7 +364,7 @@ def _judge(step: PlannedStep, results: list[CommandResult], warnings: list[Compi
     if warnings:
         first = warnings[0]
         return Verdict.FAIL, f"{_warning_summary(warnings)}, first {first.location}: {first.message}"
-    if step.expect_output is not None and not re.search(step.expect_output, output, re.MULTILINE):
+    if matcher is not None and not matcher.finish():
         return Verdict.FAIL, f"output does not match /{step.expect_output}/"
     return Verdict.PASS, None
 
@@ -377,17 +414,18 @@ def _signame(exc: BaseException) -> str:
 
 
 class _Tee:
-    """Log sink that also feeds the warning scanner and, when asked, keeps the output."""
+    """Log sink that also feeds the warning scanner and the ``expect_output`` matcher
+    (they see the output even when the log cannot keep it)."""
 
-    def __init__(self, log: FileSink, scanner: StreamScanner | None, keep: list[str] | None,
+    def __init__(self, log: FileSink, scanner: StreamScanner | None, matcher: OutputMatcher | None,
                  harness: HarnessScanner) -> None:
-        self._log, self._scanner, self._keep, self._harness = log, scanner, keep, harness
+        self._log, self._scanner, self._matcher, self._harness = log, scanner, matcher, harness
         self.path = log.path
 
     def write(self, text: str) -> None:
-        self._log.write(text)
         if self._scanner is not None:
             self._scanner.feed(text)
-        if self._keep is not None:
-            self._keep.append(text)
+        if self._matcher is not None:
+            self._matcher.feed(text)
         self._harness.feed(text)
+        self._log.write(text)

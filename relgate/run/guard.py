@@ -1,0 +1,141 @@
+"""A step never outlives relgate: a guardian process, and a tag on every step's processes.
+
+Why not ``PR_SET_PDEATHSIG`` alone: it reaches only the direct child (the shell), not the
+processes it starts, and it fires when the *thread* that forked the child ends, not the
+process. A subreaper (``PR_SET_CHILD_SUBREAPER``) dies with relgate. So relgate starts, once
+per executor, a small guardian in its own session that holds the read end of a pipe: relgate
+tells it each step's process group as the step starts and ends; when relgate dies in any way
+(a SIGKILL included) the pipe reaches end of file and the guardian ends every group still
+registered (SIGTERM, then SIGKILL after a grace) and every process carrying the step's tag.
+
+The tag is an environment variable (``RELGATE_STEP=<token>``) every process of a step
+inherits; :func:`tagged` finds the ones still alive, also those that left the process group
+with ``setsid``, so they can be reported and stopped. A process that clears its own
+environment (``env -i``) and leaves the group is out of reach of both.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import threading
+import uuid
+from pathlib import Path
+
+__all__ = ["TAG_VAR", "new_tag", "tagged", "describe", "kill_pids", "Guardian"]
+
+TAG_VAR = "RELGATE_STEP"
+
+
+def new_tag() -> str:
+    return uuid.uuid4().hex
+
+
+def tagged(tag: str) -> list[int]:
+    """Live processes (not zombies) whose environment carries ``RELGATE_STEP=tag``."""
+    needle = f"{TAG_VAR}={tag}".encode()
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            environ = Path(entry.path, "environ").read_bytes()
+            state = Path(entry.path, "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state != "Z" and needle in environ.split(b"\0"):
+            found.append(int(entry.name))
+    return found
+
+
+def describe(pid: int) -> str:
+    """``pid 123 (sleep 1000)``: the command line, made printable."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().rstrip(b"\0").split(b"\0")
+        text = " ".join(a.decode("utf-8", "replace") for a in argv)
+    except OSError:
+        text = "?"
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return f"pid {pid} ({text[:80]})"
+
+
+def kill_pids(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
+# The guardian itself: stdlib only, started with ``python -c``; reads "+ PGID TAG" and
+# "- PGID" lines; at end of file (relgate is gone) ends what is still registered.
+_GUARDIAN = r"""
+import os, signal, sys, time
+for s in (signal.SIGINT, signal.SIGHUP, signal.SIGTERM):
+    signal.signal(s, signal.SIG_IGN)
+live = {}
+for line in sys.stdin:
+    parts = line.split()
+    if len(parts) == 3 and parts[0] == "+":
+        live[int(parts[1])] = parts[2]
+    elif len(parts) == 2 and parts[0] == "-":
+        live.pop(int(parts[1]), None)
+if not live:
+    sys.exit(0)
+def tagged(tags):
+    out = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                env = open("/proc/%s/environ" % name, "rb").read().split(b"\0")
+            except OSError:
+                continue
+            if any(("RELGATE_STEP=" + t).encode() in env for t in tags):
+                out.append(int(name))
+    return out
+def send(sig):
+    for pgid in live:
+        try:
+            os.killpg(pgid, sig)
+        except OSError:
+            pass
+    for pid in tagged(live.values()):
+        try:
+            os.kill(pid, sig)
+        except OSError:
+            pass
+send(signal.SIGTERM)
+time.sleep(float(sys.argv[1]))
+send(signal.SIGKILL)
+"""
+
+
+class Guardian:
+    """The guardian of one executor's steps; started on first use."""
+
+    def __init__(self, grace: float) -> None:
+        self._grace = grace
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._lock = threading.Lock()
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            if self._proc is None or self._proc.poll() is not None:
+                self._proc = subprocess.Popen(
+                    [sys.executable, "-S", "-c", _GUARDIAN, str(self._grace)], stdin=subprocess.PIPE,
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                    env={k: v for k, v in os.environ.items() if k != TAG_VAR})  # not a process of a step
+            assert self._proc.stdin is not None
+            try:
+                self._proc.stdin.write(line.encode() + b"\n")
+                self._proc.stdin.flush()
+            except OSError:  # the guardian was killed: the next step starts a new one
+                pass
+
+    def watch(self, pgid: int, tag: str) -> None:
+        self._send(f"+ {pgid} {tag}")
+
+    def release(self, pgid: int) -> None:
+        self._send(f"- {pgid}")
