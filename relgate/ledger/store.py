@@ -25,7 +25,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from relgate.core.errors import InputError
+from relgate.core.errors import ExecutionError, InputError
 from relgate.core.verdict import Verdict
 from relgate.ledger.identity import ProjectIdentity
 
@@ -279,13 +279,24 @@ class Ledger:
 
     @contextmanager
     def _tx(self) -> Iterator[None]:
-        self._conn.execute("BEGIN IMMEDIATE")
+        """One write transaction; a database that cannot be written (a full disk, a
+        read-only file) is an :class:`ExecutionError` naming the file, never a traceback."""
         try:
-            yield
-        except BaseException:
-            self._conn.execute("ROLLBACK")
-            raise
-        self._conn.execute("COMMIT")
+            self._conn.execute("BEGIN IMMEDIATE")
+            try:
+                yield
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self._conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if self._conn.in_transaction:
+                try:
+                    self._conn.execute("ROLLBACK")
+                except sqlite3.Error:
+                    pass
+            raise ExecutionError(f"{self.home / 'ledger.sqlite3'}: cannot write the ledger: {exc}") from None
 
     # -- runs --------------------------------------------------------------------------
     def begin_run(self, *, session: str, argv: Sequence[str], project: str, project_root: Path,

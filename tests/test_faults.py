@@ -1,0 +1,219 @@
+"""Faults with real components: a full or read-only filesystem (tmpfs under ``unshare -m``),
+real signals to real process groups, a step that escapes with ``setsid``."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import Project
+
+WAIT_S = 60.0  # an upper bound for the polling below (a hang shows as a failure); never a measurement
+
+needs_unshare = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("unshare") is None
+    or subprocess.run(["unshare", "-m", "true"], capture_output=True).returncode != 0,
+    reason="needs root and unshare -m (a private mount namespace for the tmpfs)")
+
+
+def one_check(project: Project, command: str, name: str = "noisy") -> None:
+    """The project's builds manifest with a single shell check."""
+    (project.manifests / "builds.toml").write_text(
+        f"[[check]]\nname = {json.dumps(name)}\nrun = {json.dumps(command)}\nshell = true\n")
+    (project.manifests / "lanes.toml").unlink()  # no census: the check is the only step
+
+
+def relgate_cmd(*args: str) -> str:
+    return shlex.join([sys.executable, "-m", "relgate.cli", *args])
+
+
+def in_mount_ns(project: Project, script: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["unshare", "-m", "sh", "-ec", script], env=project.env, cwd=project.root,
+                          capture_output=True, text=True, timeout=600)
+
+
+def dump_steps(project: Project) -> str:
+    code = ("import json,sys; from relgate.ledger.store import Ledger; l=Ledger.open(sys.argv[1]);"
+            "print('ROWS'+json.dumps([r.to_json() for r in l.steps()]))")
+    return shlex.join([sys.executable, "-c", code, str(project.home)])
+
+
+def rows_of(out: str) -> list[dict]:
+    line = next(x for x in out.splitlines() if x.startswith("ROWS"))
+    return json.loads(line[4:])
+
+
+@needs_unshare
+def test_a_full_log_filesystem_ends_the_step_as_error_and_the_run_finishes(tinyinfer: Project) -> None:
+    one_check(tinyinfer, "yes relgate-fills-the-disk")  # never ends on its own
+    logs = tinyinfer.home / "logs"
+    logs.mkdir(parents=True)
+    done = in_mount_ns(tinyinfer, f"mount -t tmpfs -o size=1m tmpfs {logs}\n"
+                                  f"{relgate_cmd('host')} && echo EXIT=0 || echo EXIT=$?\n{dump_steps(tinyinfer)}")
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out, out
+    assert "EXIT=1" in out, out
+    row = next(r for r in rows_of(done.stdout) if r["step"] == "noisy")
+    assert row["verdict"] == "error" and "No space left on device" in row["reason"], row
+    assert "cannot write the log" in row["reason"]
+
+
+@needs_unshare
+def test_a_full_ledger_home_never_hangs_and_says_what_broke(tinyinfer: Project) -> None:
+    one_check(tinyinfer, "yes relgate-fills-the-disk")
+    home = tinyinfer.home
+    home.mkdir()
+    done = in_mount_ns(tinyinfer, f"mount -t tmpfs -o size=2m tmpfs {home}\n"
+                                  f"{relgate_cmd('host')} && echo EXIT=0 || echo EXIT=$?\n"
+                                  f"rm -rf {home}/logs\n{dump_steps(tinyinfer)}")
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out, out
+    assert "EXIT=0" not in out and "EXIT=" in out, out
+    assert "No space left on device" in out or "disk is full" in out, out
+    row = next(r for r in rows_of(done.stdout) if r["step"] == "noisy")
+    assert row["verdict"] == "error", row  # "never finished", or the log's own failure: never a pass
+
+
+@needs_unshare
+@pytest.mark.parametrize("folder", ["logs", "evidence", "objects"])
+def test_a_read_only_folder_of_the_ledger_home_is_an_error_not_a_traceback(tinyinfer: Project, folder: str) -> None:
+    lanes = tinyinfer.manifests / "lanes.toml"
+    lanes.write_text(lanes.read_text().replace('command = "make test"\n',
+                                               'command = "sh -c \'echo suite\tarm\tk\tv >> $TINYINFER_EVIDENCE\'"\n'))
+    ro = tinyinfer.home / folder
+    ro.mkdir(parents=True)
+    done = in_mount_ns(tinyinfer, f"mount -t tmpfs -o ro tmpfs {ro}\n"
+                                  f"{relgate_cmd('lane', 'gate')} && echo EXIT=0 || echo EXIT=$?\n"
+                                  f"{dump_steps(tinyinfer)}")
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out, out
+    assert "EXIT=1" in out, out
+    row = next(r for r in rows_of(done.stdout) if r["step"] == "kernels-cpu")
+    assert row["verdict"] == "error" and "Read-only file system" in row["reason"], row
+
+
+# --- signals ------------------------------------------------------------------------------------
+
+
+def group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    for entry in Path("/proc").iterdir():  # members that are only zombies are gone too
+        try:
+            stat = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        if int(stat[2]) == pgid and stat[0] != "Z":
+            return True
+    return False
+
+
+def wait_for(predicate, bound: float = WAIT_S) -> bool:  # noqa: ANN001
+    end = time.monotonic() + bound
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.05)
+    return predicate()
+
+
+def children(pid: int) -> list[int]:
+    out = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        out += [int(x) for x in (task / "children").read_text().split()]
+    return out
+
+
+def start_stubborn(project: Project, tmp_path: Path, *, kill_guardian: bool) -> tuple[subprocess.Popen[str], int]:
+    """relgate running a step whose whole group ignores SIGTERM; returns relgate and the group."""
+    marker = tmp_path / "pgid"
+    one_check(project, f"trap '' TERM; (while :; do sleep 1; done) & ps -o pgid= $$ > {marker}.tmp; "
+                       f"mv {marker}.tmp {marker}; wait")
+    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "host"], env=project.env, cwd=project.root,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    assert wait_for(marker.exists), "the step never started"
+    pgid = int(marker.read_text())
+    if kill_guardian:  # so that only relgate itself can have ended the group
+        for child in children(proc.pid):
+            if child != pgid:
+                os.kill(child, signal.SIGKILL)
+    return proc, pgid
+
+
+def test_a_second_ctrl_c_sigkills_the_group_at_once(tinyinfer: Project, tmp_path: Path) -> None:
+    proc, pgid = start_stubborn(tinyinfer, tmp_path, kill_guardian=True)
+    try:
+        proc.send_signal(signal.SIGINT)
+        time.sleep(1.0)  # inside the 5 s grace (sequencing, not a measurement)
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=WAIT_S)
+        assert proc.returncode != 0
+        assert "Traceback" not in out, out
+        assert wait_for(lambda: not group_alive(pgid)), "the step's processes outlived relgate"
+    finally:
+        if group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+        proc.kill()
+
+
+def test_sighup_stops_the_step_and_records_it(tinyinfer: Project, tmp_path: Path) -> None:
+    proc, pgid = start_stubborn(tinyinfer, tmp_path, kill_guardian=True)
+    try:
+        proc.send_signal(signal.SIGHUP)
+        out, _ = proc.communicate(timeout=WAIT_S)
+        assert proc.returncode != 0 and "Traceback" not in out, out
+        assert wait_for(lambda: not group_alive(pgid))
+        rows = json.loads(tinyinfer.relgate("status", "--json").stdout)["steps"]
+        assert rows[-1]["verdict"] == "error" and "SIGHUP" in rows[-1]["reason"], rows[-1]
+    finally:
+        if group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+        proc.kill()
+
+
+def test_a_step_never_outlives_a_sigkilled_relgate(tinyinfer: Project, tmp_path: Path) -> None:
+    proc, pgid = start_stubborn(tinyinfer, tmp_path, kill_guardian=False)
+    try:
+        proc.kill()  # SIGKILL: relgate gets no chance at all; its guardian does the work
+        proc.communicate(timeout=WAIT_S)
+        assert wait_for(lambda: not group_alive(pgid)), "the step was orphaned"
+        rows = json.loads(tinyinfer.relgate("status", "--json").stdout)["steps"]
+        assert rows[-1]["verdict"] == "error" and "never finished" in rows[-1]["reason"]
+    finally:
+        if group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+
+
+def test_a_process_that_escapes_with_setsid_is_reported_and_stopped(tinyinfer: Project, tmp_path: Path) -> None:
+    pidfile = tmp_path / "escaped.pid"
+    one_check(tinyinfer, f"setsid sh -c 'echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; sleep 1; "
+                         f"echo late output; exec sleep 1000' & "
+                         f"while [ ! -s {pidfile} ]; do sleep 0.05; done; echo main done")
+    done = tinyinfer.relgate("host", timeout=int(WAIT_S))
+    escaped = int(pidfile.read_text())
+    try:
+        out = done.stdout + done.stderr
+        assert "Traceback" not in out and "Exception in thread" not in out, out
+        assert wait_for(lambda: not Path(f"/proc/{escaped}").exists()
+                        or Path(f"/proc/{escaped}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z")
+        rows = json.loads(tinyinfer.relgate("status", "--json").stdout)["steps"]
+        row = next(r for r in rows if r["step"] == "noisy")
+        assert "outlived the command" in (row["reason"] or ""), row
+        log = (tinyinfer.home / row["log_path"]).read_text()
+        assert f"pid {escaped}" in log and "killed" in log
+    finally:
+        try:
+            os.kill(escaped, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
