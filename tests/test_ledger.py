@@ -16,7 +16,7 @@ import pytest
 from conftest import NOXFILE, Project
 from relgate.core.errors import InputError
 from relgate.core.verdict import Verdict
-from relgate.ledger.store import SCHEMA_VERSION, UNFINISHED_REASON, Ledger
+from relgate.ledger.store import _MIGRATIONS, SCHEMA_VERSION, UNFINISHED_REASON, Ledger
 
 SLOW_STEP = """
 [[check]]
@@ -113,7 +113,9 @@ def test_step_killed_from_outside_is_error_and_the_run_goes_on(tinyinfer: Projec
 def test_schema_is_versioned_and_migrates_forward(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
-    sqlite3.connect(home / "ledger.sqlite3").close()  # a version-0 (empty) database
+    old = sqlite3.connect(home / "ledger.sqlite3")  # a version-1 ledger, as the first relgate made it
+    old.executescript(_MIGRATIONS[0] + "; PRAGMA user_version = 1;")
+    old.close()
     with Ledger.open(home) as ledger:
         assert ledger.schema_version == SCHEMA_VERSION
     conn = sqlite3.connect(home / "ledger.sqlite3")
@@ -128,7 +130,7 @@ def test_schema_is_versioned_and_migrates_forward(tmp_path: Path) -> None:
 
 def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "ledger.sqlite3").write_text("this is not sqlite")
-    with pytest.raises(InputError, match="not a usable ledger"):
+    with pytest.raises(InputError, match="not a healthy SQLite ledger"):
         Ledger.open(tmp_path)
 
 
@@ -188,3 +190,75 @@ def test_a_long_step_gets_live_progress_lines(tinyinfer: Project) -> None:
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout
     assert "... host  slow  [local]  running" in done.stdout
+
+
+# --- a fresh home under concurrency, and a damaged ledger --------------------------------------
+
+_OPEN_AND_RUN = """
+import sys
+from pathlib import Path
+from relgate.ledger.store import Ledger
+with Ledger.open(Path(sys.argv[1])) as ledger:
+    ledger.begin_run(session="s", argv=[], project="p", project_root=Path("."), commit="c" * 40, branch=None,
+                     dirty=False)
+"""
+
+
+def test_concurrent_first_runs_on_a_fresh_home_all_succeed(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    home = tmp_path / "home"
+    procs = [subprocess.Popen([sys.executable, "-c", _OPEN_AND_RUN, str(home)], stderr=subprocess.PIPE, text=True)
+             for _ in range(8)]
+    errors = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0] * 8, errors
+    with Ledger.open(home) as ledger:
+        assert len(ledger.runs()) == 8 and ledger.schema_version == SCHEMA_VERSION
+    assert sorted(p.name for p in home.iterdir() if p.name.endswith(".tmp")) == []
+
+
+def _filled_ledger(home: Path) -> Path:
+    with Ledger.open(home) as ledger:
+        run = ledger.begin_run(session="s", argv=[], project="p", project_root=Path("."), commit="c" * 40,
+                               branch=None, dirty=False)
+        for i in range(300):
+            ledger.record_step(run_id=run, session="s", step=f"step-{i}", lane=None, target=None, host="local",
+                               board=None, driver=None, toolkit=None, commit="c" * 40, dirty=False,
+                               command="x" * 200, cwd=None, env={}, verdict=Verdict.PASS, reason=None)
+    return home / "ledger.sqlite3"
+
+
+def _damage_truncate(db: Path) -> None:
+    data = db.read_bytes()
+    db.write_bytes(data[: len(data) // 2 + 100])  # cut inside a page
+
+
+def _damage_garbage(db: Path) -> None:
+    data = bytearray(db.read_bytes())
+    data[4096:] = os.urandom(len(data) - 4096)  # the header page stays, every other page is noise
+    db.write_bytes(bytes(data))
+
+
+def _damage_all_garbage(db: Path) -> None:
+    db.write_bytes(os.urandom(db.stat().st_size))
+
+
+def _damage_empty(db: Path) -> None:
+    db.write_bytes(b"")
+
+
+@pytest.mark.parametrize("damage", [_damage_truncate, _damage_garbage, _damage_all_garbage, _damage_empty],
+                         ids=["truncated", "garbage-pages", "all-garbage", "zero-bytes"])
+def test_a_damaged_ledger_is_refused_and_left_untouched(tmp_path: Path, damage) -> None:  # noqa: ANN001
+    home = tmp_path / "home"
+    db = _filled_ledger(home)
+    damage(db)
+    before = db.read_bytes()
+    with pytest.raises(InputError) as info:
+        Ledger.open(home)
+    message = str(info.value)
+    assert "not a healthy SQLite ledger" in message and f"mv {db} {db}.broken" in message
+    assert "\n" not in message
+    assert db.read_bytes() == before  # nothing wrote into it
+    assert not (home / "ledger.sqlite3-wal").exists() or (home / "ledger.sqlite3-wal").stat().st_size == 0

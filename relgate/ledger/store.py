@@ -236,20 +236,36 @@ class Ledger:
 
     @classmethod
     def open(cls, home: Path) -> "Ledger":
+        """Open (or create) the ledger under ``home``.
+
+        A new ledger is built in a temporary file and linked into place, so concurrent
+        first runs never race on the schema. An existing file must be a healthy SQLite
+        database (header, ``PRAGMA quick_check``): anything else is refused before anything
+        writes into it, with a message that says how to move it aside."""
         home = Path(home)
+        db = home / "ledger.sqlite3"
         try:
             home.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(home / "ledger.sqlite3", timeout=30, isolation_level=None)
-            conn.row_factory = sqlite3.Row
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: never corrupt, one fsync per checkpoint
-            conn.execute("PRAGMA foreign_keys=ON")
-            ledger = cls(conn, home)
-            ledger._migrate()
+            if not db.exists():
+                _create(db)
+            _check_header(db)
+            conn = _connect(db)
         except sqlite3.DatabaseError as exc:
-            raise InputError(f"{home / 'ledger.sqlite3'}: not a usable ledger: {exc}") from None
+            raise _unhealthy(db, str(exc)) from None
         except OSError as exc:
             raise InputError(f"{home}: cannot create the ledger home: {exc.strerror or exc}") from None
+        ledger = cls(conn, home)
+        try:
+            problems = [r[0] for r in conn.execute("PRAGMA quick_check")]
+            if problems != ["ok"]:
+                raise _unhealthy(db, "; ".join(problems[:3]))
+            ledger._migrate()
+        except sqlite3.DatabaseError as exc:
+            conn.close()
+            raise _unhealthy(db, str(exc)) from None
+        except BaseException:
+            conn.close()
+            raise
         return ledger
 
     def close(self) -> None:
@@ -263,15 +279,15 @@ class Ledger:
 
     # -- schema ------------------------------------------------------------------------
     def _migrate(self) -> None:
-        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
-        if version > SCHEMA_VERSION:
-            raise InputError(f"{self.home / 'ledger.sqlite3'}: schema version {version} is newer than "
-                             f"this relgate understands ({SCHEMA_VERSION}); upgrade relgate")
-        for target in range(version + 1, SCHEMA_VERSION + 1):
+        while True:  # one step per transaction, the version read inside it: safe under concurrency
             with self._tx():
-                for statement in _split_sql(_MIGRATIONS[target - 1]):
-                    self._conn.execute(statement)
-                self._conn.execute(f"PRAGMA user_version = {target}")
+                version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+                if version > SCHEMA_VERSION:
+                    raise InputError(f"{self.home / 'ledger.sqlite3'}: schema version {version} is newer than "
+                                     f"this relgate understands ({SCHEMA_VERSION}); upgrade relgate")
+                if version == SCHEMA_VERSION:
+                    return
+                _apply(self._conn, version + 1)
 
     @property
     def schema_version(self) -> int:
@@ -512,6 +528,63 @@ class Ledger:
     def resolve(self, stored: str | None) -> Path | None:
         """The absolute path of a ``log_path`` stored in a row."""
         return None if stored is None else self.home / stored
+
+
+_HEADER = b"SQLite format 3\x00"
+
+
+def _connect(db: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(db, timeout=30, isolation_level=None)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: never corrupt, one fsync per checkpoint
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+def _apply(conn: sqlite3.Connection, version: int) -> None:
+    for statement in _split_sql(_MIGRATIONS[version - 1]):
+        conn.execute(statement)
+    conn.execute(f"PRAGMA user_version = {version}")
+
+
+def _create(db: Path) -> None:
+    """A complete ledger in a temporary file, linked into place; the loser of a race keeps
+    the winner's file (a 0-byte ``ledger.sqlite3`` is therefore never relgate's own)."""
+    tmp = db.with_name(f".{db.name}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode=WAL")
+            conn.execute("BEGIN IMMEDIATE")
+            for version in range(1, SCHEMA_VERSION + 1):
+                _apply(conn, version)
+            conn.execute("COMMIT")
+        finally:
+            conn.close()
+        try:
+            os.link(tmp, db)
+        except FileExistsError:
+            pass
+    finally:
+        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
+            if leftover.exists():
+                leftover.unlink()
+
+
+def _check_header(db: Path) -> None:
+    with open(db, "rb") as fh:
+        head = fh.read(len(_HEADER))
+    if not head:
+        raise _unhealthy(db, "the file is empty (0 bytes)")
+    if head != _HEADER:
+        raise _unhealthy(db, "the file does not start with the SQLite header")
+
+
+def _unhealthy(db: Path, why: str) -> InputError:
+    return InputError(f"{db}: not a healthy SQLite ledger ({why}); relgate writes nothing into it. Move it "
+                      f"aside (mv {db} {db}.broken, and any {db.name}-wal and -shm with it) and run again "
+                      "to start a fresh ledger")
 
 
 def _step_row(r: sqlite3.Row) -> StepRow:
