@@ -83,7 +83,8 @@ def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions =
     if options.names and not steps:
         print(f"{session}: none of the named targets is a host check or a host-lane target", file=out)
     pool = host_pool(ws, allow_hosts=options.allow_hosts)
-    return finish(run_plan(ws, steps, session=session, argv=argv, reuse=options.reuse, pool=pool, out=out),
+    return finish(run_plan(ws, steps, session=session, argv=argv, reuse=options.reuse, pool=pool, out=out,
+                           options=options),
                   options, out)
 
 
@@ -122,7 +123,8 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
         alone = [plan_multihost(m, pool, cwd=ws.project.root) for m in multihost]
         return finish(run_fleet_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool,
                                      workers=lanes.fleet.workers, alone=alone, out=out), options, out)
-    return finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool, out=out),
+    return finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool, out=out,
+                           options=options),
                   options, out)
 
 
@@ -232,7 +234,8 @@ def run_evidence_check(ws: Workspace, *, argv: Sequence[str], options: RunOption
     for line in report.stale_lines():
         print(line, file=out)
     steps = evidence_steps(ws, report)
-    return finish(run_plan(ws, steps, session="evidence", argv=argv, pool=host_pool(ws), out=out), options, out)
+    return finish(run_plan(ws, steps, session="evidence", argv=argv, pool=host_pool(ws), out=out,
+                           options=options), options, out)
 
 
 def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | None = None,

@@ -29,7 +29,7 @@ def one_check(project: Project, command: str, name: str = "noisy") -> None:
     """The project's builds manifest with a single shell check."""
     (project.manifests / "builds.toml").write_text(
         f"[[check]]\nname = {json.dumps(name)}\nrun = {json.dumps(command)}\nshell = true\n")
-    (project.manifests / "lanes.toml").unlink()  # no census: the check is the only step
+    (project.manifests / "lanes.toml").unlink(missing_ok=True)  # no census: the check is the only step
 
 
 def relgate_cmd(*args: str) -> str:
@@ -135,12 +135,13 @@ def children(pid: int) -> list[int]:
     return out
 
 
-def start_stubborn(project: Project, tmp_path: Path, *, kill_guardian: bool) -> tuple[subprocess.Popen[str], int]:
+def start_stubborn(project: Project, tmp_path: Path, *, kill_guardian: bool,
+                   extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], int]:
     """relgate running a step whose whole group ignores SIGTERM; returns relgate and the group."""
     marker = tmp_path / "pgid"
     one_check(project, f"trap '' TERM; (while :; do sleep 1; done) & ps -o pgid= $$ > {marker}.tmp; "
                        f"mv {marker}.tmp {marker}; wait")
-    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "host"], env=project.env, cwd=project.root,
+    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "host", *extra], env=project.env, cwd=project.root,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert wait_for(marker.exists), "the step never started"
     pgid = int(marker.read_text())
@@ -217,3 +218,24 @@ def test_a_process_that_escapes_with_setsid_is_reported_and_stopped(tinyinfer: P
             os.kill(escaped, signal.SIGKILL)
         except ProcessLookupError:
             pass
+
+
+def test_an_interrupted_run_leaves_no_stale_green_report(tinyinfer: Project, tmp_path: Path) -> None:
+    report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
+    extra = ("--report", str(report), "--junit", str(junit))
+    one_check(tinyinfer, "true", name="quick")
+    done = tinyinfer.relgate("host", *extra)
+    assert done.returncode == 0 and json.loads(report.read_text())["ok"] is True, done.stdout
+    proc, pgid = start_stubborn(tinyinfer, tmp_path, kill_guardian=False, extra=extra)
+    try:
+        data = json.loads(report.read_text())  # while the run goes on
+        assert data["ok"] is False and data["status"] == "running"
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=WAIT_S)
+        data = json.loads(report.read_text())
+        assert data["ok"] is False and data["status"] == "running", data
+        assert 'errors="1"' in junit.read_text() and "not finished" in junit.read_text()
+    finally:
+        if group_alive(pgid):
+            os.killpg(pgid, signal.SIGKILL)
+        proc.kill()

@@ -466,7 +466,8 @@ def run_publish_dry_run(ws: Workspace, *, argv: Sequence[str], options: RunOptio
     try:
         steps, index = plan_publish_dry_run(plan, environ=environ)
         preamble(plan, "publish_dry_run", options, out, offline=False)
-        summary = run_plan(ws, steps, session="publish_dry_run", argv=argv, pool=host_pool(ws), out=out)
+        summary = run_plan(ws, steps, session="publish_dry_run", argv=argv, pool=host_pool(ws), out=out,
+                           options=options)
     finally:
         if index is not None:
             stopped = index.stop()

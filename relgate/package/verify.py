@@ -641,7 +641,8 @@ def run_package_verify(ws: Workspace, *, argv: Sequence[str], options: RunOption
     try:
         steps = plan_package_verify(plan, targets=targets, lanes=lanes)
         preamble(plan, "package_verify", options, out)
-        summary = run_plan(ws, steps, session="package_verify", argv=argv, pool=host_pool(ws), out=out)
+        summary = run_plan(ws, steps, session="package_verify", argv=argv, pool=host_pool(ws), out=out,
+                           options=options)
     finally:
         cleanup(plan, out)
     return finish(summary, options, out)

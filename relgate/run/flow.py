@@ -35,9 +35,11 @@ def candidate_facts(ws: Workspace) -> GitFacts:
 
 
 def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv: Sequence[str],
-             pool: HostPool, reuse: bool = False, out: TextIO = sys.stdout) -> RunSummary:
+             pool: HostPool, reuse: bool = False, out: TextIO = sys.stdout,
+             options: RunOptions | None = None) -> RunSummary:
     """Run planned steps as one ledger run and print the summary table; the pool is closed
-    after it (SSH connections, host locks)."""
+    after it (SSH connections, host locks). The reports ``options`` asks for say "running"
+    until :func:`finish` replaces them."""
     facts = candidate_facts(ws)
     if reuse and facts.dirty:
         print(f"--reuse: the tree at {facts.toplevel} is dirty (modified or untracked files), so nothing "
@@ -47,6 +49,12 @@ def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv:
             run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
                                       project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
                                       dirty=facts.dirty, identity=project_identity(ws, facts))
+            if options is not None and (options.report or options.junit):
+                from relgate.run.reports import write_running
+
+                write_running(json_path=options.report and _per_session(options.report, session),
+                              junit_path=options.junit and _per_session(options.junit, session), run_id=run_id,
+                              session=session, facts=facts)
             summary = run_steps(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
                                 reporter=ConsoleReporter(out), reuse=reuse)
     finally:

@@ -11,9 +11,10 @@ from typing import Any
 
 from relgate.core.errors import InputError
 from relgate.core.verdict import Verdict
+from relgate.ledger.gitfacts import GitFacts
 from relgate.run.runner import RunSummary
 
-__all__ = ["summary_json", "write_json_report", "write_junit", "atomic_write"]
+__all__ = ["summary_json", "write_json_report", "write_junit", "write_running", "atomic_write"]
 
 
 def atomic_write(path: Path, data: bytes) -> None:
@@ -58,6 +59,24 @@ def summary_json(summary: RunSummary, *, require_all: bool = False) -> dict[str,
             for o in summary.outcomes
         ],
     }
+
+
+def write_running(*, json_path: Path | None, junit_path: Path | None, run_id: str, session: str,
+                  facts: GitFacts) -> None:
+    """At a run's start: reports that say "running", never green, so an interrupted run
+    leaves no earlier run's green report behind (the end replaces them atomically)."""
+    note = "the run has not finished; if this stays, it was interrupted"
+    if json_path is not None:
+        data = {"run_id": run_id, "session": session, "commit": facts.commit, "branch": facts.branch,
+                "dirty": facts.dirty, "ok": False, "status": "running", "note": note, "steps": []}
+        atomic_write(json_path, (json.dumps(data, indent=2) + "\n").encode())
+    if junit_path is not None:
+        suite = ET.Element("testsuite", {"name": f"relgate.{session}", "tests": "1", "failures": "0",
+                                         "errors": "1", "skipped": "0", "time": "0"})
+        case = ET.SubElement(suite, "testcase", {"classname": f"{session}.relgate", "name": "running"})
+        ET.SubElement(case, "error", {"message": note})
+        ET.indent(suite)
+        atomic_write(junit_path, ET.tostring(suite, encoding="utf-8", xml_declaration=True) + b"\n")
 
 
 def write_json_report(summary: RunSummary, path: Path, *, require_all: bool = False) -> None:
