@@ -183,3 +183,130 @@ def test_extraction_needs_a_fresh_folder(tmp_path: Path) -> None:
     assert tree(tmp_path / "used") == {"keep.txt"}
     (tmp_path / "empty").mkdir()
     assert extract(archive, tmp_path / "empty").root.joinpath("b.txt").is_file()
+
+
+# --- links resolved physically, cut and corrupt streams, names that cannot be shown or held ----------
+
+def _tar_bytes(entries: list[Entry]) -> bytes:
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for name, data in entries:
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tf.addfile(info, io.BytesIO(data))
+    return buf.getvalue()
+
+
+def _gz(data: bytes) -> bytes:
+    import gzip
+
+    return gzip.compress(data, mtime=0)
+
+
+THREE = [("pkg/a.txt", b"a" * 700), ("pkg/b.txt", b"b" * 10), ("pkg/c.txt", b"c" * 10)]
+
+
+def _cut_in_header(path: Path) -> None:
+    path.write_bytes(_gz(_tar_bytes(THREE)[: 512 + 1024 + 100]))  # inside the second member's header
+
+
+def _cut_at_boundary(path: Path) -> None:
+    path.write_bytes(_gz(_tar_bytes(THREE)[: 512 + 1024]))  # right after the first member's data
+
+
+def _corrupt_gzip(path: Path) -> None:
+    data = bytearray(_gz(_tar_bytes(THREE) + os.urandom(20000)))  # incompressible: damage hits real data
+    for i in range(len(data) // 2, len(data) // 2 + 16):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def _gzip_without_trailer(path: Path) -> None:
+    path.write_bytes(_gz(_tar_bytes(THREE))[:-8])
+
+
+def _zip_bytes(compression: int) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w", compression=compression) as zf:
+        zf.writestr("pkg/data.bin", os.urandom(4000) if compression == zipfile.ZIP_DEFLATED else b"A" * 4000)
+    return buf.getvalue()
+
+
+def _zip_bad_crc(path: Path) -> None:
+    data = bytearray(_zip_bytes(zipfile.ZIP_STORED))
+    data[100] ^= 0xFF  # inside the stored data: the CRC no longer matches
+    path.write_bytes(bytes(data))
+
+
+def _zip_bad_deflate(path: Path) -> None:
+    data = bytearray(_zip_bytes(zipfile.ZIP_DEFLATED))
+    for i in range(60, 80):
+        data[i] ^= 0xA5
+    path.write_bytes(bytes(data))
+
+
+def _zip_lying_size(path: Path) -> None:
+    data = bytearray(_zip_bytes(zipfile.ZIP_STORED))
+    central = data.rindex(b"PK\x01\x02")
+    data[central + 24:central + 28] = (100).to_bytes(4, "little")  # uncompressed size: says 100, holds 4000
+    path.write_bytes(bytes(data))
+
+
+def _tar_of(entries: list[Entry]):  # noqa: ANN202
+    return lambda path: make_tar(path, entries)
+
+
+MORE_HOSTILE = [
+    # (label, suffix, build, member named in the message, words)
+    ("link-chain-out", ".tar.gz", _tar_of([("pkg/ok.txt", "file", None), ("pkg/d1/d2/d3/b", "symlink", "../../.."),
+                                           ("pkg/a", "symlink", "d1/d2/d3/b/../../../tmp")]),
+     "pkg/a", "data filter"),
+    ("link-to-top-parent", ".tar.gz", _tar_of([("pkg/ok.txt", "file", None), ("pkg/up", "symlink", "..")]),
+     "pkg/up", "resolves to the extraction folder"),
+    ("link-forward-chain", ".tar.gz", _tar_of([("pkg/ok.txt", "file", None), ("pkg/a", "symlink", "b/../x"),
+                                               ("pkg/b", "symlink", "../pkg")]),
+     "pkg/a", "outside the package root"),
+    ("link-loop", ".tar.gz", _tar_of([("pkg/l1", "symlink", "l2"), ("pkg/l2", "symlink", "l1")]), "pkg/l1",
+     "symlink loop"),
+    ("cut-in-header", ".tar.gz", _cut_in_header, "pkg/a.txt", "no end-of-archive marker"),
+    ("cut-at-boundary", ".tar.gz", _cut_at_boundary, "pkg/a.txt", "no end-of-archive marker"),
+    ("corrupt-gzip", ".tar.gz", _corrupt_gzip, None, "corrupt archive"),
+    ("gzip-cut", ".tar.gz", _gzip_without_trailer, None, "corrupt archive"),
+    ("zip-bad-crc", ".whl", _zip_bad_crc, "pkg/data.bin", "corrupt member data"),
+    ("zip-bad-deflate", ".whl", _zip_bad_deflate, "pkg/data.bin", "corrupt member data"),
+    ("zip-lying-size", ".whl", _zip_lying_size, "pkg/data.bin", "corrupt member data"),
+    ("newline-name", ".tar.gz", _tar_of([("pkg/x\nPASS: every check", "file", None)]), "pkg/x\nPASS: every check",
+     "control character"),
+    ("name-too-long", ".tar.gz", _tar_of([("pkg/" + "n" * 300, "file", None)]), "pkg/" + "n" * 300,
+     "File name too long"),
+]
+
+
+@pytest.mark.parametrize("label,suffix,build,member,words", MORE_HOSTILE, ids=[h[0] for h in MORE_HOSTILE])
+def test_more_hostile_archives_are_refused_and_nothing_is_left(tmp_path: Path, label: str, suffix: str, build,  # noqa: ANN001
+                                                               member: str | None, words: str) -> None:
+    archive = tmp_path / f"{label}{suffix}"
+    build(archive)
+    work = tmp_path / "work"
+    work.mkdir()
+    outside = tmp_path.parent / "x"
+    before, before_parent = tree(tmp_path), sorted(p.name for p in tmp_path.parent.iterdir())
+    with pytest.raises(ArchiveError) as caught:
+        extract(archive, work / "out")
+    message = str(caught.value)
+    assert "\n" not in message  # one line, whatever the member's name holds
+    assert message.startswith((f"{archive}: ", f"{os.path.relpath(archive)}: ")), message
+    assert words in message, message
+    if member is not None:
+        assert repr(member) in message, message
+    if label.startswith(("cut-", "link-", "zip-", "newline", "name-")):
+        assert caught.value.member in (member, None)
+    assert tree(tmp_path) == before  # nothing half-extracted, no partial folder
+    assert sorted(p.name for p in tmp_path.parent.iterdir()) == before_parent and not outside.exists()
+
+
+def test_printable_escapes_what_would_forge_a_line() -> None:
+    from relgate.package.archive import printable
+
+    assert printable("pkg/ok.txt") == "pkg/ok.txt"
+    assert printable("a\nPASS\x1b[2K") == "a\\nPASS\\x1b[2K"

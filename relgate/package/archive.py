@@ -1,14 +1,22 @@
 """Safe extraction of package archives: tar (plain, gzip, bzip2, xz — a ``.crate`` is a
 gzip tar) and zip (a wheel is a zip).
 
-Every member is checked before anything is written, with relgate's own rules (the same
-on every Python from 3.10 on; ``tarfile``'s extraction filters are not used):
+Every member is checked before anything is written, with relgate's own rules, and each tar
+member again as it is written with ``tarfile``'s ``data`` extraction filter (PEP 706), which
+resolves a link physically, through the links already extracted, as the kernel would:
 
 - refused: an absolute path (``/etc/x``, ``C:x``), a ``..`` component, a backslash or NUL
   in a name, a duplicate name, a path that goes through a symlink of the archive, a
   symlink whose target is absolute or resolves outside the extraction folder, a hard link
   to anything but an earlier regular file, device files, FIFOs and other special members,
   encrypted zip members, and archives that expand past ``max_bytes`` or ``max_members``;
+- refused after writing, before the folder is renamed into place: any symlink that, with
+  every link of the archive in place, resolves outside the package root (the single top
+  folder when there is one, so ``top/up -> ..`` is refused too) or loops;
+- refused: control characters in a name (a newline would forge console lines), a tar that
+  ends before its end-of-archive marker (cut inside a header or at a member boundary) or
+  whose compressed stream is corrupt, a member whose data is corrupt (bad CRC, bad deflate
+  data, a size that lies), a name the filesystem cannot hold — each naming the member;
 - written: folders, regular files (mode 0644, or 0755 when any execute bit is set; never
   setuid, setgid or sticky), symlinks that stay inside (created last), hard links (as
   copies of the file they name).
@@ -20,6 +28,8 @@ is ever written outside the destination's parent folder, and nothing at all on r
 
 from __future__ import annotations
 
+import errno
+import lzma
 import os
 import posixpath
 import re
@@ -28,6 +38,7 @@ import stat
 import tarfile
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,7 +48,7 @@ from relgate.core.errors import ExecutionError, InputError
 from relgate.manifest.schema import display_path
 
 __all__ = ["ArchiveError", "Member", "Extracted", "ARCHIVE_SUFFIXES", "is_archive_name", "read_members",
-           "extract"]
+           "extract", "printable"]
 
 #: Names relgate treats as archives (also the default "nested archive" globs of an inspection).
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".crate",
@@ -47,6 +58,17 @@ DEFAULT_MAX_BYTES = 4 << 30  # 4 GiB expanded
 DEFAULT_MAX_MEMBERS = 200_000
 _CHUNK = 1 << 20
 _DRIVE = re.compile(r"^[A-Za-z]:")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+# What a corrupt stream or member raises, by layer: tar, zip, gzip/zlib, xz, bz2 (OSError).
+_CORRUPT = (tarfile.TarError, zipfile.BadZipFile, EOFError, zlib.error, lzma.LZMAError, UnicodeDecodeError)
+
+
+def printable(name: str) -> str:
+    """A name safe to print on one console line: control and other unprintable characters
+    escaped (``\\n``, ``\\x1b``), everything else as it is."""
+    if name.isprintable():
+        return name
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in name)
 
 
 class ArchiveError(InputError):
@@ -108,6 +130,9 @@ def _normal_name(archive: Path, raw: str) -> str:
         raise ArchiveError(archive, "NUL byte in the name", member=raw)
     if "\\" in raw:
         raise ArchiveError(archive, "backslash in the name (a path separator to some extractors)", member=raw)
+    if _CONTROL.search(raw):
+        raise ArchiveError(archive, "control character in the name (a newline would forge console lines)",
+                           member=raw)
     if raw.startswith("/") or _DRIVE.match(raw):
         raise ArchiveError(archive, "absolute path: it would be written outside the extraction folder", member=raw)
     parts = [p for p in raw.split("/") if p not in ("", ".")]
@@ -131,6 +156,7 @@ def _check_symlink(archive: Path, raw: str, name: str, target: str) -> None:
 
 
 def _tar_members(archive: Path, tf: tarfile.TarFile) -> Iterator[tuple[Member, tarfile.TarInfo | None]]:
+    last: str | None = None
     for info in tf:
         raw = info.name
         if info.isdir():
@@ -148,8 +174,26 @@ def _tar_members(archive: Path, tf: tarfile.TarFile) -> Iterator[tuple[Member, t
         else:
             raise ArchiveError(archive, f"unsupported member type {info.type!r}: refused", member=raw)
         name = _normal_name(archive, raw)
+        last = raw
         yield Member(name=name, kind=kind, size=info.size if kind == "file" else 0,
                      executable=bool(info.mode & 0o111), link=link, raw=raw), info
+    _check_tar_end(archive, tf, last)
+
+
+def _check_tar_end(archive: Path, tf: tarfile.TarFile, last: str | None) -> None:
+    """tarfile stops quietly at a cut or a broken header: insist on the end-of-archive
+    marker (two zero blocks) right after the last member, then read the (compressed) stream
+    to its end, so its checksum is checked too."""
+    stream = tf.fileobj
+    assert stream is not None
+    after = f" after member {last!r}" if last is not None else ""
+    zero = bytes(tarfile.BLOCKSIZE)
+    # tarfile read one block at tf.offset when it stopped; the marker's second block follows.
+    if stream.tell() - tf.offset != tarfile.BLOCKSIZE or stream.read(tarfile.BLOCKSIZE) != zero:
+        raise ArchiveError(archive, f"no end-of-archive marker{after}: the archive is cut short or its next "
+                                    "header is corrupt")
+    while stream.read(_CHUNK):
+        pass
 
 
 def _zip_members(archive: Path, zf: zipfile.ZipFile) -> Iterator[tuple[Member, zipfile.ZipInfo]]:
@@ -274,10 +318,14 @@ class _open:
 
 def _guard(archive: Path, it: Iterator[tuple[Member, object]]) -> Iterator[tuple[Member, object]]:
     """Turn a corrupt stream met half-way into an :class:`ArchiveError`."""
+    last: str | None = None
     try:
-        yield from it
-    except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError, UnicodeDecodeError) as exc:
-        raise ArchiveError(archive, f"corrupt archive: {exc}") from None
+        for member, info in it:
+            last = member.raw
+            yield member, info
+    except (*_CORRUPT, OSError) as exc:
+        after = f" after member {last!r}" if last is not None else ""
+        raise ArchiveError(archive, f"corrupt archive{after}: {exc}") from None
 
 
 # --- writing ------------------------------------------------------------------------------------
@@ -296,6 +344,7 @@ def extract(archive: Path, dest: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
         partial = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
         try:
             _write_all(archive, handle, checked, partial, max_bytes=max_bytes)
+            _check_links(archive, checked, partial)
             if dest.exists():
                 dest.rmdir()
             os.rename(partial, dest)
@@ -321,44 +370,113 @@ def _single_top(members: tuple[Member, ...]) -> str | None:
 def _write_all(archive: Path, handle: object, checked: list[tuple[Member, object]], root: Path, *,
                max_bytes: int) -> None:
     real_root = os.path.realpath(root)
-    later: list[Member] = []
+    later: list[tuple[Member, object]] = []
     written = 0
     for member, info in checked:
-        path = root / member.name
-        if member.kind == "dir":
-            path.mkdir(parents=True, exist_ok=True, mode=0o755)
-            continue
         if member.kind in ("symlink", "hardlink"):
-            later.append(member)
+            later.append((member, info))
             continue
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-        _inside(archive, member, path.parent, real_root)
-        source = _member_stream(handle, info)
-        mode = 0o755 if member.executable else 0o644
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
-        with os.fdopen(fd, "wb") as out:
-            if source is not None:
-                with source:
-                    while True:
-                        chunk = source.read(_CHUNK)
-                        if not chunk:
-                            break
-                        written += len(chunk)
-                        if written > max_bytes:
-                            raise ArchiveError(archive, f"the archive expands past {max_bytes} bytes: refused",
-                                               member=member.raw)
-                        out.write(chunk)
-        os.chmod(path, mode)
+        with _member_errors(archive, member):
+            written = _write_one(archive, handle, member, info, root, real_root, written, max_bytes)
     # Hard links become copies; symlinks come last, so nothing is ever written through one.
-    for member in later:
+    for member, info in later:
         path = root / member.name
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
-        _inside(archive, member, path.parent, real_root)
-        if member.kind == "hardlink":
-            shutil.copyfile(root / (member.link or ""), path, follow_symlinks=False)
-            os.chmod(path, 0o755 if os.stat(root / (member.link or "")).st_mode & 0o111 else 0o644)
-        else:
+        with _member_errors(archive, member):
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+            _inside(archive, member, path.parent, real_root)
+            if member.kind == "hardlink":
+                shutil.copyfile(root / (member.link or ""), path, follow_symlinks=False)
+                os.chmod(path, 0o755 if os.stat(root / (member.link or "")).st_mode & 0o111 else 0o644)
+                continue
+            if isinstance(info, tarfile.TarInfo):
+                _data_filter(archive, member, info, real_root)
             os.symlink(member.link or "", path)
+
+
+def _write_one(archive: Path, handle: object, member: Member, info: object, root: Path, real_root: str,
+               written: int, max_bytes: int) -> int:
+    path = root / member.name
+    if member.kind == "dir":
+        path.mkdir(parents=True, exist_ok=True, mode=0o755)
+        return written
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
+    _inside(archive, member, path.parent, real_root)
+    if isinstance(info, tarfile.TarInfo):
+        _data_filter(archive, member, info, real_root)
+    source = _member_stream(handle, info)
+    mode = 0o755 if member.executable else 0o644
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), mode)
+    with os.fdopen(fd, "wb") as out:
+        if source is not None:
+            with source:
+                while True:
+                    chunk = source.read(_CHUNK)
+                    if not chunk:
+                        break
+                    written += len(chunk)
+                    if written > max_bytes:
+                        raise ArchiveError(archive, f"the archive expands past {max_bytes} bytes: refused",
+                                           member=member.raw)
+                    out.write(chunk)
+    if path.stat().st_size != member.size:
+        raise ArchiveError(archive, f"the member holds {path.stat().st_size} bytes, its header says "
+                                    f"{member.size}", member=member.raw)
+    os.chmod(path, mode)
+    return written
+
+
+class _member_errors:
+    """A corrupt member's data, or a name the filesystem cannot hold: an :class:`ArchiveError`
+    naming the member (a full disk stays an OSError: it is no fault of the archive)."""
+
+    def __init__(self, archive: Path, member: Member) -> None:
+        self.archive, self.member = archive, member
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> bool:
+        if exc is None or isinstance(exc, ArchiveError):
+            return False
+        if isinstance(exc, _CORRUPT):
+            raise ArchiveError(self.archive, f"corrupt member data: {exc}", member=self.member.raw) from None
+        if isinstance(exc, OSError) and exc.errno in (errno.ENAMETOOLONG, errno.EILSEQ, errno.EINVAL):
+            raise ArchiveError(self.archive, f"cannot be written here: {exc.strerror}", member=self.member.raw) \
+                from None
+        return False
+
+
+def _data_filter(archive: Path, member: Member, info: tarfile.TarInfo, real_root: str) -> None:
+    """PEP 706's ``data`` filter on one tar member, against what is on disk now."""
+    try:
+        tarfile.data_filter(info, real_root)
+    except tarfile.FilterError as exc:
+        raise ArchiveError(archive, f"refused by the tarfile data filter: {exc}", member=member.raw) from None
+
+
+def _check_links(archive: Path, checked: list[tuple[Member, object]], root: Path) -> None:
+    """With every link in place, each symlink must resolve inside the package root."""
+    members = tuple(m for m, _ in checked)
+    top = _single_top(members)
+    real_root = os.path.realpath(root)
+    package_root = os.path.join(real_root, top) if top else real_root
+    for member in members:
+        if member.kind != "symlink":
+            continue
+        path = os.path.join(real_root, member.name)
+        try:
+            os.stat(path)
+        except FileNotFoundError:
+            pass  # dangling: where it points is still checked below
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise ArchiveError(archive, "symlink loop", member=member.raw) from None
+            raise
+        real = os.path.realpath(path)
+        if real != package_root and not real.startswith(package_root + os.sep):
+            where = "the extraction folder" if real == real_root else "outside the package root"
+            raise ArchiveError(archive, f"symlink to {member.link} resolves to {where} once every link of the "
+                                        "archive is in place", member=member.raw)
 
 
 def _inside(archive: Path, member: Member, folder: Path, real_root: str) -> None:

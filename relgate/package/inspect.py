@@ -26,7 +26,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from relgate.package.archive import ARCHIVE_SUFFIXES
+from relgate.package.archive import ARCHIVE_SUFFIXES, printable
 
 __all__ = ["Rule", "Required", "Finding", "DEFAULT_FORBID", "glob_matches", "find_forbidden", "find_missing",
            "inspect_tree"]
@@ -87,7 +87,8 @@ class Finding:
     problem: str
 
     def describe(self) -> str:
-        return f"{self.path}: {self.problem}"
+        """One console line: a name with a newline or an escape sequence is shown escaped."""
+        return printable(f"{self.path}: {self.problem}")
 
 
 def glob_matches(glob: str, path: str, *, is_dir: bool) -> bool:
