@@ -206,6 +206,24 @@ MALFORMED: list[tuple[str, str, str | bytes, str]] = [
     ("host-boards-not-strings", "gpu.toml", '[host]\nname = "gpu"\nboards = ["H200", 1]\n',
      "host.boards[1]: expected a string, got the number 1"),
     ("host-missing-table", "gpu.toml", 'name = "gpu"\n', "host: missing (required)"),
+    # values that parse but mean nothing (or something else) at run time
+    ("timeout-nan", "builds.toml", RELEASE_OK + "timeout = nan\n",
+     "release.cpu.timeout: must be a finite number of seconds, got nan"),
+    ("timeout-inf", "builds.toml", RELEASE_OK + "timeout = inf\n",
+     "release.cpu.timeout: must be a finite number of seconds, got inf"),
+    ("project-empty-root", "project.toml", PROJECT_OK.replace('root = "."', 'root = ""'),
+     "project.root: must not be empty"),
+    ("project-blank-version", "project.toml", PROJECT_OK.replace('version = "1.0.0"', 'version = " "'),
+     "project.version: must not be empty"),
+    ("check-empty-name", "builds.toml", '[[check]]\nname = ""\nrun = "make"\n', "check[0].name: must not be empty"),
+    ("check-blank-command", "builds.toml", '[[check]]\nname = "c"\nrun = "   "\n', "check[0].run: must not be empty"),
+    ("check-empty-program", "builds.toml", '[[check]]\nname = "c"\nrun = ["", "x"]\n',
+     "check[0].run: the program (first element) must not be empty"),
+    ("host-empty-name", "gpu.toml", '[host]\nname = ""\n', "host.name: must not be empty"),
+    ("host-empty-board", "gpu.toml", '[host]\nname = "gpu"\nboards = ["H200", ""]\n',
+     "host.boards[1]: must not be empty"),
+    ("ssh-host-named-local", "gpu.toml", '[host]\nname = "local"\nkind = "ssh"\naddress = "10.0.0.2"\n',
+     "host.name: \"local\" is this machine's name; give the ssh host its own name"),
     ("intentional-no-reason", "intentional.toml", '[[change]]\nsuite = "scan"\n',
      "change[0].reason: missing (required)"),
     ("intentional-empty-reason", "intentional.toml", '[[change]]\nsuite = "scan"\nreason = " "\n',
@@ -424,6 +442,41 @@ def test_a_missing_project_file_says_so(layout: tuple[Path, Path, Path]) -> None
     with pytest.raises(ManifestError) as info:
         Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
     assert info.value.lines() == [f"{display_path(mdir / 'project.toml')}: no such file"]
+
+
+def test_a_directory_named_lanes_toml_is_an_error_not_a_skipped_census(layout: tuple[Path, Path, Path]) -> None:
+    from relgate.manifest.lanes import load_lanes
+
+    ws_dir, mdir, hdir = layout
+    (mdir / "lanes.toml").mkdir()
+    ws = Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    with pytest.raises(InputError) as info:
+        load_lanes(ws.project, ws.manifests_dir)
+    assert info.value.lines() == [f"{display_path(mdir / 'lanes.toml')}: is a directory, not a file"]
+
+
+def test_a_symlink_loop_for_project_toml_is_one_line(layout: tuple[Path, Path, Path]) -> None:
+    ws_dir, mdir, hdir = layout
+    (mdir / "project.toml").unlink()
+    (mdir / "project.toml").symlink_to(mdir / "loop.toml")
+    (mdir / "loop.toml").symlink_to(mdir / "project.toml")
+    with pytest.raises(InputError) as info:
+        Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    assert info.value.lines() == [f"{mdir / 'project.toml'}: a symlink loop, not a file"]
+
+
+def test_lane_targets_refuse_blank_commands_and_nan_timeouts(tmp_path: Path) -> None:
+    from relgate.manifest.lanes import _parse_target
+    from relgate.manifest.schema import Checker
+
+    c = Checker(tmp_path / "lanes.toml")
+    _parse_target(c, "t", {"path": "tests/t.c", "command": "  ", "timeout": float("nan")})
+    _parse_target(c, "u", {"path": "tests/u.c", "command": [" "]})
+    shown = display_path(tmp_path / "lanes.toml")
+    assert c.problems == [f"{shown}: target.t.command: must not be empty",
+                          f"{shown}: target.t.timeout: must be a finite number of seconds, got nan",
+                          f"{shown}: target.u.command: expected a non-empty array of strings (or one string with "
+                          "shell = true)"]
 
 
 def test_duplicate_host_names_across_files(layout: tuple[Path, Path, Path]) -> None:

@@ -12,6 +12,7 @@ finds the targets (Cargo.toml for a cargo project, ``[target.*]`` otherwise).
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import sys
@@ -198,7 +199,7 @@ def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
     command = None
     raw = c.get(t, prefix, "command", (str, list))
     if isinstance(raw, list):
-        if raw and all(isinstance(x, str) for x in raw) and not shell:
+        if raw and all(isinstance(x, str) for x in raw) and not shell and raw[0].strip():
             command = CommandSpec(argv=tuple(raw))
         else:
             c.problem(f"{prefix}.command", "expected a non-empty array of strings (or one string with shell = true)")
@@ -212,9 +213,7 @@ def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
                 c.problem(f"{prefix}.command", f"cannot split into arguments: {exc}")
         if not raw.strip():
             c.problem(f"{prefix}.command", "empty; say the command that runs this target")
-    timeout = c.get(t, prefix, "timeout", (int, float))
-    if timeout is not None and timeout <= 0:
-        c.problem(f"{prefix}.timeout", "must be a positive number of seconds")
+    timeout = c.seconds(t, prefix, "timeout")
     skip = c.get(t, prefix, "skip", str)
     if skip is not None and not skip.strip():
         c.problem(f"{prefix}.skip", "needs a reason (a non-empty string)")
@@ -246,7 +245,7 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
     """The lanes of a project, or None when it keeps no lanes file at all. Every problem of
     the table (keys, lane names, options, targets) is reported at once."""
     own = manifests_dir / "lanes.toml"
-    if own.exists() and not own.is_file():
+    if os.path.lexists(own) and not own.is_file():  # a folder, or a symlink loop: never a skipped census
         raise InputError(f"{display_path(own)}: not a file (the lane table is a TOML file)")
     path = project.lanes or (own if own.is_file() else None)
     if path is None:

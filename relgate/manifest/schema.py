@@ -9,6 +9,8 @@ person sees every problem at once.
 from __future__ import annotations
 
 import difflib
+import errno
+import math
 import os
 import re
 import sys
@@ -33,7 +35,7 @@ def display_path(path: Path) -> str:
     """A path as a person wants to read it: relative to the cwd when below it."""
     try:
         return os.path.relpath(path) if Path(path).resolve().is_relative_to(Path.cwd()) else str(path)
-    except (OSError, ValueError):
+    except (OSError, ValueError, RuntimeError):  # RuntimeError: a symlink loop (pathlib on 3.11)
         return str(path)
 
 
@@ -44,7 +46,11 @@ def read_text(path: Path, shown: str | None = None) -> str:
         raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError(f"{shown}: no such file") from None
+    except IsADirectoryError:
+        raise InputError(f"{shown}: is a directory, not a file") from None
     except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise InputError(f"{shown}: a symlink loop, not a file") from None
         raise InputError(f"{shown}: cannot read: {exc.strerror or exc}") from None
     try:
         return raw.decode("utf-8")
@@ -133,11 +139,34 @@ class Checker:
             return default
         return value
 
-    def string_list(self, table: Mapping[str, Any], prefix: str, key: str) -> list[str]:
+    def text(self, table: Mapping[str, Any], prefix: str, key: str, default: Any = None) -> Any:
+        """A string that is not empty or blank (``""`` is reported, and ``default`` returned)."""
+        value = self.get(table, prefix, key, str, default)
+        if key in table and isinstance(table[key], str) and not value.strip():
+            self.problem(_join(prefix, key), "must not be empty")
+            return default
+        return value
+
+    def seconds(self, table: Mapping[str, Any], prefix: str, key: str) -> float | None:
+        """A positive, finite number of seconds (``nan`` and ``inf`` are no timeout)."""
+        value = self.get(table, prefix, key, (int, float))
+        if value is None:
+            return None
+        if not math.isfinite(value):
+            self.problem(_join(prefix, key), f"must be a finite number of seconds, got {value}")
+            return None
+        if value <= 0:
+            self.problem(_join(prefix, key), "must be a positive number of seconds")
+            return None
+        return float(value)
+
+    def string_list(self, table: Mapping[str, Any], prefix: str, key: str, *, blank: bool = True) -> list[str]:
         value = self.get(table, prefix, key, list, [])
         out: list[str] = []
         for i, item in enumerate(value):
-            if isinstance(item, str):
+            if isinstance(item, str) and not blank and not item.strip():
+                self.problem(f"{_join(prefix, key)}[{i}]", "must not be empty")
+            elif isinstance(item, str):
                 out.append(item)
             else:
                 self.problem(f"{_join(prefix, key)}[{i}]", f"expected a string, got {_describe(item)}")

@@ -219,7 +219,7 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
     c.keys(table, "project", _PROJECT_KEYS,
            required=("name", "root", "kind") if isinstance(data.get("project"), dict) else ())
     name = c.get(table, "project", "name", str, "")
-    root_text = c.get(table, "project", "root", str, "")
+    root_text = c.text(table, "project", "root", "")
     kind = c.choice(table, "project", "kind", PROJECT_KINDS, default="make")
     version = c.get(table, "project", "version", str)
     if version is not None and not version.strip():
@@ -253,10 +253,7 @@ _OPTION_KEYS = ("cwd", "env", "timeout", "requires", "warnings", "allow", "skip"
 
 
 def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_default: str) -> StepOptions:
-    timeout = c.get(table, prefix, "timeout", (int, float))
-    if timeout is not None and timeout <= 0:
-        c.problem(f"{prefix}.timeout", "must be a positive number of seconds")
-        timeout = None
+    timeout = c.seconds(table, prefix, "timeout")
     allow: list[AllowRule] = []
     for i, rule in c.array_of_tables(table, prefix, "allow").items():
         where = f"{prefix}.allow[{i}]"
@@ -279,7 +276,7 @@ def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_defa
     return StepOptions(
         cwd=c.get(table, prefix, "cwd", str, "."),
         env=env,
-        timeout=float(timeout) if timeout is not None else None,
+        timeout=timeout,
         requires=tuple(c.string_list(table, prefix, "requires")),
         warnings=c.choice(table, prefix, "warnings", WARNING_POLICIES, default=warnings_default) or warnings_default,
         allow=tuple(allow),
@@ -299,6 +296,9 @@ def _command(c: Checker, table: Mapping[str, Any], prefix: str, key: str, shell:
             return None
         if not value or not all(isinstance(v, str) for v in value):
             c.problem(where, "expected a non-empty array of strings")
+            return None
+        if not value[0].strip():
+            c.problem(where, "the program (first element) must not be empty")
             return None
         return CommandSpec(argv=tuple(value))
     if not value.strip():
@@ -381,7 +381,7 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
         prefix = f"check[{i}]"
         c.keys(table, prefix, ("name", "run", "shell", "release", "matrix", "builtin", *_OUTPUT_KEYS,
                                *_OPTION_KEYS), required=("name",))
-        name = c.get(table, prefix, "name", str, "")
+        name = c.text(table, prefix, "name", "")
         if name and name in seen:
             c.problem(f"{prefix}.name", f'duplicate check name "{name}"')
         seen.add(name)
@@ -434,6 +434,9 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
     address = c.get(t, "host", "address", str)
     if kind == "ssh" and not address:
         c.problem("host.address", "an ssh host needs an address")
+    name = c.text(t, "host", "name", Path(path).stem)
+    if kind != "local" and name == "local":
+        c.problem("host.name", '"local" is this machine\'s name; give the ssh host its own name')
     port = c.get(t, "host", "port", int, 22)
     if not 0 < port < 65536:
         c.problem("host.port", f"{port} is not a TCP port")
@@ -458,9 +461,9 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
         if not _ENV_NAME.fullmatch(key):
             c.problem("host.env", f'"{key}" is not an environment variable name')
     spec = HostSpec(
-        name=c.get(t, "host", "name", str, Path(path).stem), kind=kind, address=address,
+        name=name, kind=kind, address=address,
         user=c.get(t, "host", "user", str), port=port, identity=identity,
-        workdir=c.get(t, "host", "workdir", str), boards=tuple(c.string_list(t, "host", "boards")),
+        workdir=c.get(t, "host", "workdir", str), boards=tuple(c.string_list(t, "host", "boards", blank=False)),
         driver=c.get(t, "host", "driver", str), toolkit=c.get(t, "host", "toolkit", str),
         capabilities=tuple(c.string_list(t, "host", "capabilities")),
         detect=bool(c.get(t, "host", "detect", bool, True)),
