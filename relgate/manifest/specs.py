@@ -114,6 +114,7 @@ class StepOptions:
     allow: tuple[AllowRule, ...] = ()
     skip: str | None = None
     host: str | None = None  # runs on this host only (``host = "spark"``): see the placement section
+    max_log_bytes: int | None = None  # keep this much of the output in the log, then one marker
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -249,7 +250,7 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
 
 # --- builds.toml ----------------------------------------------------------------------
 
-_OPTION_KEYS = ("cwd", "env", "timeout", "requires", "warnings", "allow", "skip", "host")
+_OPTION_KEYS = ("cwd", "env", "timeout", "requires", "warnings", "allow", "skip", "host", "max_log_bytes")
 
 
 def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_default: str) -> StepOptions:
@@ -273,7 +274,12 @@ def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_defa
     skip = c.get(table, prefix, "skip", str)
     if skip is not None and not skip.strip():
         c.problem(f"{prefix}.skip", "needs a reason (a non-empty string)")
+    max_log = c.get(table, prefix, "max_log_bytes", int)
+    if max_log is not None and max_log < 4096:
+        c.problem(f"{prefix}.max_log_bytes", f"{max_log} is too small to be a log (4096 bytes at least)")
+        max_log = None
     return StepOptions(
+        max_log_bytes=max_log,
         cwd=c.get(table, prefix, "cwd", str, "."),
         env=env,
         timeout=timeout,

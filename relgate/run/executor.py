@@ -121,18 +121,22 @@ class FileSink:
         self._binary = "b" in getattr(fh, "mode", "")
 
     def write(self, text: str) -> None:
-        if self.limit is not None:
-            room = self.limit - self.written
-            if room <= 0:
-                self.dropped += len(text.encode())
+        if self.limit is None:
+            self.note(text)
+            return
+        data = text.encode()
+        room = max(0, self.limit - self.written)
+        if len(data) > room:
+            self.dropped += len(data) - room
+            kept = data[:room].decode("utf-8", "ignore")
+            if self.dropped == len(data) - room:  # the first cut: say so, once
+                kept += (f"{'' if kept.endswith(chr(10)) or not kept else chr(10)}# relgate: log cut at "
+                         f"max_log_bytes = {self.limit}; the rest of the output is not kept\n")
+            elif not kept:
                 return
-            data = text.encode()
-            if len(data) > room:
-                self.dropped += len(data) - room
-                text = data[:room].decode("utf-8", "ignore") + (
-                    f"\n# relgate: log cut at max_log_bytes = {self.limit}; the rest of the output is not kept\n")
+            text = kept
         self.note(text)
-        self.written += len(text.encode()) if self.limit is not None else 0
+        self.written += len(data[:room]) if len(data) > room else len(data)
 
     def note(self, text: str) -> None:
         """Write ``text`` whatever the limit (relgate's own lines)."""

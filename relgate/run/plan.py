@@ -59,6 +59,7 @@ def _step(name: str, commands: tuple[CommandSpec, ...], root: Path, opts: StepOp
         name=name, commands=commands, cwd=(root / opts.cwd).resolve(), lane=lane, env=dict(opts.env),
         timeout=opts.timeout, requires=opts.requires, scan_warnings=opts.warnings == "deny",
         allow=opts.allow, expect_output=expect, produces=produces, skip=skip or opts.skip, host=opts.host,
+        max_log_bytes=opts.max_log_bytes,
     )
 
 
