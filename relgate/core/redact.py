@@ -42,6 +42,8 @@ _HEADER = re.compile(
     r"(?:(?:Bearer|Basic|Token|Digest|Negotiate|token)\s+)?)(?P<sep>)(?P<value>[^\s'\"]+)",
     re.IGNORECASE,
 )
+# Every name _INLINE and _HEADER can match holds one of these (lower case).
+_WORDS = ("token", "passw", "secret", "key", "credential", "auth", "cookie")
 _MIN_SECRET = 6  # shorter values ("1", "yes") would redact half of every log
 
 
@@ -62,10 +64,13 @@ def _hide(text: str) -> tuple[str, list[str]]:
         values.append(m["value"])
         return f"{m['name']}{m['sep']}{MASK}"
 
-    if "=" in text:
-        text = _INLINE.sub(mask, text)
     if "://" in text:
         text = _URL.sub(lambda m: m[0] if _url_keep(m) else mask(m), text)
+    lower = text.lower()
+    if not any(word in lower for word in _WORDS):  # the cheap test first: most lines name no secret
+        return text, values
+    if "=" in text:
+        text = _INLINE.sub(mask, text)
     if ":" in text:
         text = _HEADER.sub(lambda m: m[0] if m["value"] == MASK else mask(m), text)
     return text, values

@@ -25,13 +25,16 @@ class OutputMatcher:
         self._regex = re.compile(pattern, re.MULTILINE)
         self._carry = ""  # the overlap of the last window, then the lines not searched yet
         self._searched = 0  # how much of _carry was searched already (the overlap)
+        self._pending: list[str] = []  # fed since the last search (joined once per window)
+        self._pending_len = 0
         self.matched = False
 
     def feed(self, text: str) -> None:
         if self.matched or not text:
             return
-        self._carry += text
-        if len(self._carry) - self._searched >= WINDOW:
+        self._pending.append(text)
+        self._pending_len += len(text)
+        if self._pending_len >= WINDOW:
             self._search(final=False)
 
     def finish(self) -> bool:
@@ -41,6 +44,9 @@ class OutputMatcher:
         return self.matched
 
     def _search(self, *, final: bool) -> None:
+        if self._pending:
+            self._carry += "".join(self._pending)
+            self._pending, self._pending_len = [], 0
         # Up to the last line end (not past it), so "$" never matches where the output goes
         # on; the rest waits for the next window. A line longer than a window is cut anyway.
         newline = self._carry.rfind("\n")
