@@ -437,7 +437,7 @@ class Ledger:
 
     def store_evidence(self, captured: Path, *, step_id: int) -> EvidenceRow:
         """Keep a capture by content hash and index it by the step's commit, host, board, lane, target."""
-        sha, path = self.store_blob(captured.read_bytes(), kind="evidence", suffix=".cells")
+        sha, path = self.store_file(captured, kind="evidence", suffix=".cells")
         with self._tx():
             cur = self._conn.execute(
                 "INSERT INTO evidence (step_id, run_id, commit_sha, dirty, host, board, toolkit, lane, target,"
@@ -459,6 +459,31 @@ class Ledger:
             self._conn.execute(
                 "INSERT OR IGNORE INTO artifacts (sha256, kind, path, size, created) VALUES (?,?,?,?,?)",
                 (sha, kind, self._rel(final), len(data), _now()))
+        return sha, str(self._rel(final))
+
+    def store_file(self, source: Path, *, kind: str, suffix: str) -> tuple[str, str]:
+        """:meth:`store_blob` of a file's bytes, read in blocks (memory stays bounded)."""
+        digest = hashlib.sha256()
+        objects = self.home / "objects"
+        objects.mkdir(parents=True, exist_ok=True)
+        tmp = objects / f".incoming.{uuid.uuid4().hex[:8]}.tmp"
+        try:
+            with open(source, "rb") as src, open(tmp, "wb") as out:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    digest.update(block)
+                    out.write(block)
+            sha = digest.hexdigest()
+            final = objects / sha[:2] / f"{sha}{suffix}"
+            final.parent.mkdir(parents=True, exist_ok=True)
+            if not final.exists():
+                os.replace(tmp, final)
+        finally:
+            if tmp.exists():
+                tmp.unlink()
+        with self._tx():
+            self._conn.execute(
+                "INSERT OR IGNORE INTO artifacts (sha256, kind, path, size, created) VALUES (?,?,?,?,?)",
+                (sha, kind, self._rel(final), final.stat().st_size, _now()))
         return sha, str(self._rel(final))
 
     def add_baselines(self, rows: Sequence[Mapping[str, Any]]) -> list[BaselineRow]:
