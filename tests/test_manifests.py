@@ -444,15 +444,12 @@ def test_a_missing_project_file_says_so(layout: tuple[Path, Path, Path]) -> None
     assert info.value.lines() == [f"{display_path(mdir / 'project.toml')}: no such file"]
 
 
-def test_a_directory_named_lanes_toml_is_an_error_not_a_skipped_census(layout: tuple[Path, Path, Path]) -> None:
-    from relgate.manifest.lanes import load_lanes
-
+def test_a_symlink_loop_named_lanes_toml_is_an_error_not_a_skipped_census(layout: tuple[Path, Path, Path]) -> None:
     ws_dir, mdir, hdir = layout
-    (mdir / "lanes.toml").mkdir()
-    ws = Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    (mdir / "lanes.toml").symlink_to(mdir / "lanes.toml")
     with pytest.raises(InputError) as info:
-        load_lanes(ws.project, ws.manifests_dir)
-    assert info.value.lines() == [f"{display_path(mdir / 'lanes.toml')}: is a directory, not a file"]
+        Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    assert info.value.lines() == [f"{display_path(mdir / 'lanes.toml')}: not a file (the lane table is a TOML file)"]
 
 
 def test_a_symlink_loop_for_project_toml_is_one_line(layout: tuple[Path, Path, Path]) -> None:
@@ -473,7 +470,7 @@ def test_lane_targets_refuse_blank_commands_and_nan_timeouts(tmp_path: Path) -> 
     _parse_target(c, "t", {"path": "tests/t.c", "command": "  ", "timeout": float("nan")})
     _parse_target(c, "u", {"path": "tests/u.c", "command": [" "]})
     shown = display_path(tmp_path / "lanes.toml")
-    assert c.problems == [f"{shown}: target.t.command: must not be empty",
+    assert c.problems == [f"{shown}: target.t.command: empty; say the command that runs this target",
                           f"{shown}: target.t.timeout: must be a finite number of seconds, got nan",
                           f"{shown}: target.u.command: expected a non-empty array of strings (or one string with "
                           "shell = true)"]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import IO, Protocol
 
 from relgate.core.redact import Redactor, argv_secrets, display_command, env_secrets, redact_env, shell_secrets
-from relgate.run.guard import TAG_VAR, Guardian, describe, kill_pids, new_tag, tagged
+from relgate.run.guard import TAG_VAR, describe, guardian, kill_pids, new_tag, tagged
 from relgate.run.hosts import Host
 
 __all__ = [
@@ -168,7 +168,7 @@ class LocalExecutor:
     def __init__(self, host: Host, *, base_env: Mapping[str, str] | None = None) -> None:
         self.host = host
         self._base_env = dict(os.environ if base_env is None else base_env)
-        self._guardian = Guardian(_KILL_GRACE)
+        self._guardian = guardian(_KILL_GRACE)
 
     def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
         tag = new_tag()
@@ -238,9 +238,11 @@ class LocalExecutor:
                 described = ()
         except BaseException:
             # Ctrl-C, SIGTERM/SIGHUP (as Interrupted) or a crash: never leave the command behind.
-            _kill_group(proc)
-            kill_pids(tagged(tag))
-            pump.close()
+            try:
+                _kill_group(proc)  # a second stop here SIGKILLs at once and goes on up
+            finally:
+                kill_pids(tagged(tag))
+                pump.close()
             raise
         finally:
             self._guardian.release(proc.pid)

@@ -24,7 +24,7 @@ import threading
 import uuid
 from pathlib import Path
 
-__all__ = ["TAG_VAR", "new_tag", "tagged", "describe", "kill_pids", "Guardian"]
+__all__ = ["TAG_VAR", "new_tag", "tagged", "describe", "kill_pids", "Guardian", "guardian"]
 
 TAG_VAR = "RELGATE_STEP"
 
@@ -113,7 +113,7 @@ send(signal.SIGKILL)
 
 
 class Guardian:
-    """The guardian of one executor's steps; started on first use."""
+    """The guardian of a process's steps; started on first use (see :func:`guardian`)."""
 
     def __init__(self, grace: float) -> None:
         self._grace = grace
@@ -123,6 +123,8 @@ class Guardian:
     def _send(self, line: str) -> None:
         with self._lock:
             if self._proc is None or self._proc.poll() is not None:
+                if self._proc is not None and self._proc.stdin is not None:
+                    self._proc.stdin.close()
                 self._proc = subprocess.Popen(
                     [sys.executable, "-S", "-c", _GUARDIAN, str(self._grace)], stdin=subprocess.PIPE,
                     stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
@@ -139,3 +141,16 @@ class Guardian:
 
     def release(self, pgid: int) -> None:
         self._send(f"- {pgid}")
+
+
+_SHARED: list[Guardian] = []
+_SHARED_LOCK = threading.Lock()
+
+
+def guardian(grace: float) -> Guardian:
+    """The one guardian of this process: one small process per relgate invocation, however
+    many executors it makes. Its pipe closes when this process ends, which is its signal."""
+    with _SHARED_LOCK:
+        if not _SHARED:
+            _SHARED.append(Guardian(grace))
+        return _SHARED[0]
