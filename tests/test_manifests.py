@@ -214,7 +214,7 @@ MALFORMED: list[tuple[str, str, str | bytes, str]] = [
     ("project-empty-root", "project.toml", PROJECT_OK.replace('root = "."', 'root = ""'),
      "project.root: must not be empty"),
     ("project-blank-version", "project.toml", PROJECT_OK.replace('version = "1.0.0"', 'version = " "'),
-     "project.version: must not be empty"),
+     "project.version: must not be empty (leave it out when the project has no version)"),
     ("check-empty-name", "builds.toml", '[[check]]\nname = ""\nrun = "make"\n', "check[0].name: must not be empty"),
     ("check-blank-command", "builds.toml", '[[check]]\nname = "c"\nrun = "   "\n', "check[0].run: must not be empty"),
     ("check-empty-program", "builds.toml", '[[check]]\nname = "c"\nrun = ["", "x"]\n',
