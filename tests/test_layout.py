@@ -102,3 +102,11 @@ def test_the_lane_sessions_are_the_engines_built_in_lanes():
 
     expected = {name: lane.description for name, lane in BUILTIN_LANE_DEFS.items() if name != "host"}
     assert LANE_SESSIONS == expected
+
+
+def test_a_local_only_run_does_not_load_the_ssh_side():
+    """paramiko and Fabric cost more to import than everything `nox -s host` does on a local host."""
+    code = ("import sys; import relgate.stages, relgate.remote.pool, relgate.cli;"
+            "print(sorted(m for m in ('paramiko', 'fabric', 'invoke') if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert done.stdout.strip() == "[]"

@@ -22,20 +22,25 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
 from relgate.core.errors import InputError
 from relgate.core.redact import redact_env
 from relgate.manifest.schema import did_you_mean
 from relgate.manifest.workspace import Workspace
-from relgate.remote.delivery import Delivery, deliver, remote_layout
-from relgate.remote.facts import detect_remote
-from relgate.remote.locks import HostLock, acquire, gpu_preflight, release
-from relgate.remote.ssh import SshError, SshExecutor
+from relgate.remote.errors import SshError
 from relgate.run.executor import CommandRequest, CommandResult, Executor, LocalExecutor, LogSink
 from relgate.run.flow import candidate_facts
 from relgate.run.hosts import Host, HostFacts, detect_local
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool
+
+if TYPE_CHECKING:
+    from relgate.remote.delivery import Delivery
+    from relgate.remote.locks import HostLock
+
+# The SSH side (paramiko, Fabric) is imported by the first SSH host's executor: a run on
+# local hosts only never pays for it.
 
 __all__ = ["host_pool", "RemotePool", "RemoteExecutor", "RunContext"]
 
@@ -72,6 +77,8 @@ class RemoteExecutor:
 
     def __init__(self, host: Host, ctx: RunContext) -> None:
         self.host = host
+        from relgate.remote.ssh import SshExecutor
+
         self.ssh = SshExecutor(host)
         self._ctx = ctx
         self._detected = False
@@ -85,6 +92,8 @@ class RemoteExecutor:
         """Connect and detect the host's facts (declared ones when it cannot be reached)."""
         with self._guard:
             if not self._detected:
+                from relgate.remote.facts import detect_remote
+
                 self._detected = True
                 try:  # once per invocation, like the local host's (a failure is not remembered)
                     facts = self._ctx.memo.get(("ssh-host", self.host.name), lambda: detect_remote(self.ssh))
@@ -98,6 +107,9 @@ class RemoteExecutor:
         with self._guard:
             if self._failed is not None or self._delivery is not None:
                 return self._failed
+            from relgate.remote.delivery import deliver
+            from relgate.remote.locks import acquire, gpu_preflight
+
             say = lambda line: sink.write(f"# relgate: {line}\n")  # noqa: E731
             try:
                 workdir = self._remote_workdir()
@@ -148,6 +160,8 @@ class RemoteExecutor:
         local_evidence: Path | None = None
         remote_evidence = ""
         if self._ctx.evidence_env in env:
+            from relgate.remote.delivery import remote_layout
+
             local_evidence = Path(env[self._ctx.evidence_env])
             base = remote_layout(self._remote_workdir(), self._ctx.project)
             remote_evidence = f"{base}/evidence/{self._ctx.token}/{local_evidence.name}"
@@ -179,6 +193,8 @@ class RemoteExecutor:
     def close(self) -> None:
         with self._guard:
             if self._lock is not None:
+                from relgate.remote.locks import release
+
                 try:
                     release(self.ssh, self._lock)
                 except SshError:

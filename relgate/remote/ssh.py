@@ -34,6 +34,7 @@ from fabric import Config, Connection
 
 from relgate.core.redact import Redactor, is_secret_name, redact_env
 from relgate.manifest.specs import HostSpec
+from relgate.remote.errors import SshError
 from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, LogSink
 from relgate.run.hosts import Host
 
@@ -51,10 +52,6 @@ _NOCWD = "@relgate-nocwd"
 # paramiko logs a failed handshake at ERROR with a traceback; the error reaches the person once,
 # as the step's reason, not again on stderr through logging's last-resort handler.
 logging.getLogger("paramiko").addHandler(logging.NullHandler())
-
-
-class SshError(Exception):
-    """A connection could not be made, or was lost; the message names the host and what to do."""
 
 
 def fingerprint(key: paramiko.PKey) -> str:
