@@ -97,9 +97,10 @@ def _per_board(facts: Facts, rows: Sequence[StepRow], what: str, boards: Sequenc
                 continue
             row = here[-1]
             used.append(row)
-            if row.verdict is not Verdict.PASS:
-                failed.append(_why(row) if row.verdict is not Verdict.NOT_RUN
-                              else f"{_label(row)} on {board}: not run ({row.reason})")
+            if row.verdict is Verdict.NOT_RUN:  # nothing could run it: missing, not failed
+                missing.append(f"{_label(row)} on {board}: not run ({row.reason})")
+            elif row.verdict is not Verdict.PASS:
+                failed.append(_why(row))
     if failed:
         return "failed", "; ".join(failed), tuple(used)
     if missing:
