@@ -175,6 +175,21 @@ def test_a_12_percent_slowdown_asks_for_a_rerun_and_blocks_when_confirmed(projec
     assert board["verdict"] == "block"
     assert {r["metric"]: r["verdict"] for r in board["rows"] if r["row"] == "ctx_tokens=512"} == {
         "prefill_tps": "block", "gen_tps": "pass", "kvcache_bytes": "pass"}
+    (project.manifests / "checklist.toml").write_text(CHECKLIST.format(board=BOARD) + """
+[[item]]
+id = "speed"
+title = "Speed within variance"
+auto = "measure:speed"
+not_validated = "Speed was not compared."
+""")
+    assert _status(_signoff(project, 1))["speed"][0] == "failed"
+    _ok(project.relgate("skip", "speed", "--not-validated"))  # it ran and blocked: "not validated" is untrue
+    status, reason = _status(_signoff(project, 1))["speed"]
+    assert status == "failed" and reason.endswith("(marked not validated, but it ran and failed: fix it, or skip "
+                                                  "it with a reason)")
+    _ok(project.relgate("skip", "speed", "--reason", "known: the new tokenizer", "--by", "ana"))
+    status, reason = _status(_signoff(project, 1))["speed"]
+    assert status == "skipped" and reason.startswith("skipped by ana: known: the new tokenizer (it ran and failed: ")
 
 
 def test_a_6_percent_slowdown_asks_for_a_rerun_and_is_slower_when_confirmed(project: Project,
@@ -420,3 +435,35 @@ def test_a_signed_signoff_verifies_and_a_tampered_one_fails(project: Project, tm
     done = _ok(project.relgate("verify-signoff", str(doc), "--allowed-signers", str(other)), 1)
     assert "is not in" in done.stdout
     _ok(project.relgate("verify-signoff", str(tmp_path / "nope.json"), "--allowed-signers", str(allowed)), 2)
+
+
+# --- measuring: the previous release and the candidate, interleaved ------------------------------
+
+
+def test_compare_previous_builds_ref_in_a_worktree_and_interleaves(tinyinfer: Project) -> None:
+    """The shipped measurements.toml of the C example: `make bench` (kv lines on stdout) and the
+    quality scorer; REF is built in its own worktree and both sides alternate on this host."""
+    previous = git(tinyinfer.root, "rev-parse", "HEAD").strip()
+    git(tinyinfer.root, "tag", "v0.2.0")
+    (tinyinfer.root / "README.md").write_text((tinyinfer.root / "README.md").read_text() + "\nCandidate.\n")
+    candidate = tinyinfer.commit("candidate")
+    done = tinyinfer.nox("compare", extra=("--", "matvec", "scorer", "--previous", "v0.2.0"))
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.returncode in (0, 1, 3), done.stdout + done.stderr  # timings: any verdict, never a crash
+    assert f"matvec on {BOARD}: " in done.stdout
+    assert f"scorer on {BOARD}: pass" in done.stdout
+    assert "first_match >= 19: 20 (previous 20) held" in done.stdout
+    with ledger_of(tinyinfer) as ledger:
+        steps = [s for s in ledger.steps() if s.session == "compare"]
+        batches = ledger.batches(project="tinyinfer")
+    assert [s.step for s in steps] == ["matvec@v0.2.0#1", "matvec#1", "matvec@v0.2.0#2", "matvec#2",
+                                       "matvec@v0.2.0#3", "matvec#3", "scorer@v0.2.0#1", "scorer#1"]
+    assert all(s.verdict.value == "pass" for s in steps), [(s.step, s.reason) for s in steps]
+    assert {s.commit_sha for s in steps if "@" in s.step} == {previous}
+    assert {s.commit_sha for s in steps if "@" not in s.step} == {candidate}
+    assert all("/worktrees/" in (s.cwd or "") for s in steps if "@" in s.step)
+    assert [(b.measure, b.side, b.release, b.board, b.warmup) for b in batches] == [
+        ("matvec", "release", "0.2.0", BOARD, 1), ("matvec", "candidate", None, BOARD, 1),
+        ("scorer", "release", "0.2.0", BOARD, 0), ("scorer", "candidate", None, BOARD, 0)]
+    # source_hash is the project folder's git tree: the README changed, so it differs (and may: it is in vary)
+    assert batches[0].metadata["source_hash"] != batches[1].metadata["source_hash"]

@@ -33,6 +33,7 @@ class ItemResult:
     steps: tuple[StepRow, ...] = ()  # the ledger rows the status rests on
     decision: DecisionRow | None = None
     runs: tuple[tuple[DecisionRow, StepRow | None], ...] = ()  # manual runs linked to the item
+    overridden: str | None = None  # a skip over a failure: what failed
 
     @property
     def done(self) -> bool:
@@ -221,8 +222,14 @@ def evaluate_item(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> Ite
         return ItemResult(item=item, status="attested", reason=f"attested by {decision.by}{note}", steps=steps,
                           decision=decision, runs=runs)
     if decision is not None and decision.kind == "skip":
+        failed = f" (it ran and {status}: {reason})" if status == "failed" else ""
         return ItemResult(item=item, status="skipped", reason=f"skipped by {decision.by or 'a maintainer'}: "
-                          f"{decision.note}", steps=steps, decision=decision, runs=runs)
+                          f"{decision.note}{failed}", steps=steps, decision=decision, runs=runs,
+                          overridden=reason if failed else None)
+    if decision is not None and decision.kind == "not-validated" and status == "failed":
+        # "Not validated" says it did not run; this one ran and failed. Only a skip, with its reason, passes it.
+        return ItemResult(item=item, status=status, reason=f"{reason} (marked not validated, but it ran and failed: "
+                          "fix it, or skip it with a reason)", steps=steps, decision=decision, runs=runs)
     if decision is not None and decision.kind == "not-validated":
         return ItemResult(item=item, status="not-validated", reason=item.not_validated or "", steps=steps,
                           decision=decision, runs=runs)

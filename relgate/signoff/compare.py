@@ -147,7 +147,7 @@ def compare_board(ledger: Ledger, spec: MeasureSpec, board: str, previous: Batch
         return BoardComparison(board=board, previous=previous, candidates=tuple(candidates), results=(),
                                not_measured=differs)
     results = []
-    for key in sorted(prev.values):
+    for key in prev.values:  # in the previous batch's row order
         for metric, direction in spec.metrics.items():
             before = prev.values[key].get(metric)
             seen = [c.values[key][metric] for c in cands if metric in c.values.get(key, {})]

@@ -59,7 +59,7 @@ def check_quality(ledger: Ledger, spec: QualitySpec, *, project: str, counts: Ca
         now = medians(ledger, cands[-1])
         before = medians(ledger, previous) if previous is not None else None
         results = []
-        for key in sorted(now.values):
+        for key in now.values:
             for band in spec.bands:
                 value = now.values[key].get(band.metric)
                 if value is None:

@@ -79,9 +79,12 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return out
 
 
-def _batch_text(b: Any, counted: str = "") -> str:
-    who = f"release {b.release}" if b.side == "release" else f"candidate {(b.commit_sha or '')[:12]}"
-    return f"{who} (batch #{b.id}, {b.source}{counted}{', ' + str(b.warmup) + ' warm-up discarded' if b.warmup else ''})"
+def _batch_text(b: Any, *, who: bool = True) -> str:
+    warm = f", {b.warmup} warm-up discarded" if b.warmup else ""
+    if not who:
+        return f"batch #{b.id} ({b.source}{warm})"
+    side = f"release {b.release}" if b.side == "release" else f"candidate `{(b.commit_sha or '')[:12]}`"
+    return f"{side} (batch #{b.id}, {b.source}{warm})"
 
 
 def _board_md(name: str, b: BoardComparison, keys: Sequence[str], plots: Mapping[tuple[str, str], str]) -> list[str]:
@@ -89,7 +92,8 @@ def _board_md(name: str, b: BoardComparison, keys: Sequence[str], plots: Mapping
     if b.previous is not None:
         out.append(f"Previous: {_batch_text(b.previous)}.  ")
     if b.candidates:
-        out.append("Candidate: " + "; then ".join(_batch_text(c) for c in b.candidates) + ".")
+        out.append(f"Candidate `{(b.candidates[-1].commit_sha or '')[:12]}`: "
+                   + ", then ".join(_batch_text(c, who=False) for c in b.candidates) + ".")
     if b.not_measured is not None:
         out += ["", f"Not measured: {b.not_measured}."]
     out.append("")
@@ -253,7 +257,8 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
         if r.status == "not-validated":
             out.append(f"- Not validated: {r.item.not_validated}")
         elif r.status == "skipped" and r.decision is not None:
-            out.append(f"- Skipped: {r.item.title} — {r.decision.note}")
+            failed = f" It ran and failed: {r.overridden}." if r.overridden else ""
+            out.append(f"- Skipped: {r.item.title} — {r.decision.note}.{failed}")
         elif not r.done:
             out.append(f"- Open: {r.item.title} — {r.status}: {r.reason}")
     out.append("")
