@@ -4,6 +4,7 @@ real make/gcc runs recorded in a real ledger, real git tags, real ssh-keygen sig
 from __future__ import annotations
 
 import json
+import sys
 import shutil
 import subprocess
 from pathlib import Path
@@ -467,3 +468,30 @@ def test_compare_previous_builds_ref_in_a_worktree_and_interleaves(tinyinfer: Pr
         ("scorer", "release", "0.2.0", BOARD, 0), ("scorer", "candidate", None, BOARD, 0)]
     # source_hash is the project folder's git tree: the README changed, so it differs (and may: it is in vary)
     assert batches[0].metadata["source_hash"] != batches[1].metadata["source_hash"]
+
+
+# --- pictures (the plots extra) ---------------------------------------------------------------------
+
+
+def test_plots_are_embedded_with_the_extra_and_everything_works_without_it(project: Project, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    _add(project, _csv(tmp_path, "base.csv", BASELINE.format(p=1000, g=50, p2=800, g2=40)), "--release", "0.2.0")
+    _add(project, _csv(tmp_path, "c.csv", BASELINE.format(p=990, g=51, p2=805, g2=40)), "--candidate")
+    _signoff(project, 1)
+    out = project.home / "so"
+    md = (out / "signoff.md").read_text()
+    picture = f"plots/speed-{BOARD.replace(':', '_')}.png"
+    assert f"![speed on {BOARD}: previous against candidate]({picture})" in md
+    png = (out / picture).read_bytes()
+    assert png.startswith(b"\x89PNG")
+    (out / ".signoff-state.json").unlink()
+    _signoff(project, 1)
+    assert (out / picture).read_bytes() == png  # re-runs stay byte-identical, pictures too
+    # Without matplotlib: no picture, the same tables.
+    blocked = [sys.executable, "-c", "import sys; sys.modules['matplotlib'] = None; from relgate.cli import main; "
+               "sys.exit(main(sys.argv[1:]))", "signoff", "--out", str(tmp_path / "plain")]
+    done = subprocess.run(blocked, env=project.env, cwd=project.root, capture_output=True, text=True)
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    plain = (tmp_path / "plain" / "signoff.md").read_text()
+    assert not (tmp_path / "plain" / "plots").exists()
+    assert plain == "\n".join(ln for ln in md.split("\n") if not ln.startswith("![")).replace("\n\n\n", "\n\n")
