@@ -495,3 +495,27 @@ def test_plots_are_embedded_with_the_extra_and_everything_works_without_it(proje
     plain = (tmp_path / "plain" / "signoff.md").read_text()
     assert not (tmp_path / "plain" / "plots").exists()
     assert plain == "\n".join(ln for ln in md.split("\n") if not ln.startswith("![")).replace("\n\n\n", "\n\n")
+
+
+def test_a_version_3_ledger_migrates_to_the_signoff_tables_and_keeps_its_rows(tmp_path: Path) -> None:
+    import sqlite3
+
+    from relgate.ledger.store import _MIGRATIONS, _split_sql
+
+    conn = sqlite3.connect(tmp_path / "ledger.sqlite3")
+    for script in _MIGRATIONS[:3]:
+        for statement in _split_sql(script):
+            conn.execute(statement)
+    conn.execute("PRAGMA user_version = 3")
+    conn.execute("INSERT INTO baselines (release, board, commit_sha, sha256, path, cells, accepted)"
+                 " VALUES ('0.3.0', 'H100', 'c1', 'ab', 'objects/ab', 4, '2026-01-01')")
+    conn.commit()
+    conn.close()
+    from relgate.ledger.store import Ledger
+
+    with Ledger.open(tmp_path) as ledger:
+        assert ledger.schema_version >= 4
+        assert [b.release for b in ledger.baselines()] == ["0.3.0"]
+        assert ledger.batches(project="p") == [] and ledger.decisions(project="p") == []
+        ledger.add_decision(project="p", commit="c1", dirty=False, item="ci-green", kind="attest", by="ana", note=None)
+        assert [(d.item, d.by) for d in ledger.decisions(project="p")] == [("ci-green", "ana")]

@@ -12,6 +12,7 @@
     title = "Every gate target passed on every board"
     auto = "lane:gate"                 # a predicate over the ledger (see AUTO_KINDS)
     targets = ["kernels-cpu"]          # optional: only these steps of the lane
+    boards = []                        # optional: these boards instead of the release's; [] = wherever it ran
 
     [[item]]
     id = "cuda"
@@ -53,6 +54,7 @@ class ChecklistItem:
     targets: tuple[str, ...] = ()
     applies: tuple[str, ...] = ()  # backends; empty: always
     not_validated: str | None = None
+    boards: tuple[str, ...] | None = None  # None: the release's boards; (): wherever it ran
 
     @property
     def manual(self) -> bool:
@@ -100,7 +102,7 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
     seen: set[str] = set()
     for i, t in c.array_of_tables(data, "", "item").items():
         prefix = f"item[{i}]"
-        c.keys(t, prefix, ("id", "title", "auto", "manual", "targets", "applies", "not_validated"),
+        c.keys(t, prefix, ("id", "title", "auto", "manual", "targets", "applies", "not_validated", "boards"),
                required=("id", "title"))
         item_id = c.get(t, prefix, "id", str, "")
         if item_id and not _ID.match(item_id):
@@ -130,7 +132,8 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
             c.problem(f"{prefix}.not_validated", "must hold the text the release notes carry")
         items.append(ChecklistItem(id=item_id, title=c.get(t, prefix, "title", str, ""), auto=auto,
                                    targets=tuple(c.string_list(t, prefix, "targets")), applies=applies,
-                                   not_validated=not_validated))
+                                   not_validated=not_validated,
+                                   boards=tuple(c.string_list(t, prefix, "boards")) if "boards" in t else None))
     default_tag = tuple(i for i in ("ci-green", "maintainer-approval") if i in seen)
     tag_requires = tuple(c.string_list(rel, "release", "tag_requires")) if "tag_requires" in rel else default_tag
     for j, item_id in enumerate(tag_requires):

@@ -184,16 +184,17 @@ def _quality(facts: Facts, name: str) -> tuple[str, str, tuple[StepRow, ...]]:
 
 def _auto(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> tuple[str, str, tuple[StepRow, ...]]:
     kind, arg = item.auto_kind
-    boards = spec.release.boards
+    boards = spec.release.boards if item.boards is None else item.boards
+    where = boards or None  # boards = []: wherever it ran
     if kind == "session":
-        return _per_board(facts, [r for r in facts.steps if r.session == arg], arg or "", boards, item.targets)
+        return _per_board(facts, [r for r in facts.steps if r.session == arg], arg or "", where, item.targets)
     if kind == "lane":
-        return _per_board(facts, [r for r in facts.steps if r.lane == arg], arg or "", boards, item.targets)
+        return _per_board(facts, [r for r in facts.steps if r.lane == arg], arg or "", where, item.targets)
     if kind in ("package", "publish"):
         session = "package_verify" if kind == "package" else "publish_dry_run"
         return _per_board(facts, [r for r in facts.steps if r.session == session], session, None, item.targets)
     if kind == "evidence":
-        return _evidence(facts, boards)
+        return _evidence(facts, boards or spec.release.boards)
     if kind == "warnings":
         return _warnings(facts)
     if kind == "measure":
