@@ -144,6 +144,9 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
         summary = RunSummary(run_id=run_id, session="compare", facts=cand_facts)
         for spec in specs:
             _command_spec, template = _command(ws, spec)
+            placed = pool.place(template)  # one host for both sides and every run: same machine, same board
+            if not isinstance(placed, str):
+                template = replace(template, host=placed.host.name)
             runs = spec.runs if isinstance(spec, MeasureSpec) else 1
             got: dict[str, list[tuple[StepOutcome, Path | None]]] = {s.label: [] for s in sides}
             for i in range(runs):
