@@ -107,6 +107,9 @@ def test_the_rust_example_end_to_end(tmp_path: Path) -> None:
         Path(target).mkdir(parents=True, exist_ok=True)
         shutil.copy(crate.home / "signoff" / "signoff.md", Path(target) / "signoff.md")
         shutil.copy(crate.home / "signoff" / "changelog-section.md", Path(target) / "changelog-section.md")
+        shutil.rmtree(Path(target) / "plots", ignore_errors=True)
+        if (crate.home / "signoff" / "plots").is_dir():
+            shutil.copytree(crate.home / "signoff" / "plots", Path(target) / "plots")
     # What is checked into the example is what a run produces (commits, timings and ids aside).
     assert _shape((shipped / "signoff.md").read_text()) == _shape(md)
     assert (shipped / "changelog-section.md").read_text().splitlines()[0] == "### Measurements and verification"

@@ -83,7 +83,8 @@ def _batch_text(b: Any, *, who: bool = True) -> str:
     warm = f", {b.warmup} warm-up discarded" if b.warmup else ""
     if not who:
         return f"batch #{b.id} ({b.source}{warm})"
-    side = f"release {b.release}" if b.side == "release" else f"candidate `{(b.commit_sha or '')[:12]}`"
+    at = f" at `{b.commit_sha[:12]}`" if b.commit_sha else ""
+    side = f"release {b.release}{at}" if b.side == "release" else f"candidate `{(b.commit_sha or '')[:12]}`"
     return f"{side} (batch #{b.id}, {b.source}{warm})"
 
 
@@ -220,8 +221,9 @@ def _worst(b: BoardComparison, keys: Sequence[str]) -> MetricResult | None:
 def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> str:
     """The section for the version's release notes."""
     out = [f"### {SECTION_TITLE}", ""]
-    out.append(f"Signed off at commit `{s.candidate.commit[:12]}` on {', '.join(s.checklist.release.boards)}"
-               + ("" if s.complete else " — the sign-off is **incomplete**") + ".")
+    out.append(f"{s.project} {s.version} was signed off at commit `{s.candidate.commit[:12]}` on "
+               f"{', '.join(s.checklist.release.boards)}" + ("" if s.complete else " — the sign-off is **incomplete**")
+               + ".")
     out.append("")
     for name, comp in sorted(s.comparisons.items()):
         for b in comp.boards:
@@ -233,8 +235,10 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
             assert b.previous is not None
             detail = (f"; largest move {row_label(worst.key, keys.get(name, ()))} {worst.metric} "
                       f"{_num(worst.previous)} → {_num(worst.candidates[-1])} ({worst.ratio:.3f}×)") if worst else ""
-            out.append(f"- Speed (`{name}`, {b.board}): release {b.previous.release} against this release, "
-                       f"same board and settings, {len(b.candidates)} candidate batch(es): {b.verdict}{detail}.")
+            warm = f" after {b.previous.warmup} warm-up" if b.previous.warmup else ""
+            out.append(f"- Speed (`{name}`, {b.board}): release {b.previous.release} against this release on the "
+                       f"same board with the same settings, medians{warm}, {len(b.candidates)} candidate "
+                       f"batch{'es' if len(b.candidates) != 1 else ''}: {b.verdict}{detail}.")
     for name, rep in sorted(s.quality.items()):
         for qb in rep.boards:
             if qb.not_measured is not None:
