@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import statistics
-import subprocess
 import sys
 import tempfile
 import time

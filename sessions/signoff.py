@@ -29,8 +29,7 @@ def _cli(session: nox.Session, command: str, *, keep: tuple[int, ...] = ()) -> N
 
 @nox.session(python=False, tags=["signoff"])
 def compare(session: nox.Session) -> None:
-    """Measurements: the candidate (and with --previous REF that release, interleaved on this host) against the
-    previous release, per board. Exit 0 fine, 1 blocks, 3 a rerun is needed."""
+    """Measurements: the candidate (with --previous REF, REF too, interleaved) against the previous release."""
     _cli(session, "compare", keep=(3,))
 
 

@@ -4,9 +4,9 @@ real make/gcc runs recorded in a real ledger, real git tags, real ssh-keygen sig
 from __future__ import annotations
 
 import json
-import sys
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -120,10 +120,10 @@ def _add(project: Project, file: Path, *side: str, meta: tuple[str, ...] = ("dri
 
 
 def test_a_csv_with_bom_and_crlf_is_read_as_it_is(tmp_path: Path) -> None:
+    import tomllib
+
     from relgate.manifest.measures import parse_measurements
     from relgate.signoff.measurements import parse_rows
-
-    import tomllib
     spec = parse_measurements(tomllib.loads(SPEED.format()), path=tmp_path / "m.toml").measures["speed"]
     data = _csv(tmp_path, "b.csv", BASELINE.format(p=1000, g=50, p2=800, g2=40), bom=True, crlf=True).read_bytes()
     assert data.startswith(b"\xef\xbb\xbf") and b"\r\n" in data

@@ -9,6 +9,7 @@ remote host slots in where the pool places them.
 
 from __future__ import annotations
 
+import shlex
 import subprocess
 import sys
 import uuid
@@ -90,7 +91,8 @@ def previous_side(ws: Workspace, ref: str) -> Side:
     return Side(label=ref, facts=side_facts, root=root, release=ref.removeprefix("v") if ref[:1] == "v" else ref)
 
 
-def _command(ws: Workspace, spec: Spec) -> tuple[CommandSpec, PlannedStep]:
+def _template(ws: Workspace, spec: Spec) -> PlannedStep:
+    """The step that runs ``spec.target`` as its lane would (the lane's command, env, timeout, requires)."""
     lanes = load_lanes(ws.project, ws.manifests_dir)
     if lanes is None:
         raise InputError(f"{display_path(spec.source)}: {spec.name}.target: the project declares no lanes")
@@ -107,10 +109,9 @@ def _command(ws: Workspace, spec: Spec) -> tuple[CommandSpec, PlannedStep]:
         argv = list(command.argv)
         command = CommandSpec(argv=tuple([*argv, *args] if "--" in argv else [*argv, "--", *args]))
     elif args:
-        command = CommandSpec(shell=f"{command.shell} {' '.join(args)}")
-    template = PlannedStep(name=spec.name, commands=(command,), cwd=ws.project.root, lane="measure",
-                           target=spec.target, env=dict(opts.env), timeout=opts.timeout, requires=opts.requires)
-    return command, template
+        command = CommandSpec(shell=f"{command.shell} {' '.join(shlex.quote(a) for a in args)}")
+    return PlannedStep(name=spec.name, commands=(command,), cwd=ws.project.root, lane="measure",
+                       target=spec.target, env=dict(opts.env), timeout=opts.timeout, requires=opts.requires)
 
 
 def _output(outcome: StepOutcome, file: Path | None) -> bytes:
@@ -143,7 +144,7 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
                                   commit=cand_facts.commit, branch=cand_facts.branch, dirty=cand_facts.dirty)
         summary = RunSummary(run_id=run_id, session="compare", facts=cand_facts)
         for spec in specs:
-            _command_spec, template = _command(ws, spec)
+            template = _template(ws, spec)
             placed = pool.place(template)  # one host for both sides and every run: same machine, same board
             if not isinstance(placed, str):
                 template = replace(template, host=placed.host.name)
