@@ -24,7 +24,7 @@ from relgate.evidence.baselines import board_key
 from relgate.lanes.plan import target_command
 from relgate.ledger.gitfacts import GitFacts, read_git_facts
 from relgate.ledger.store import Ledger
-from relgate.manifest.lanes import TargetOptions, load_lanes
+from relgate.manifest.lanes import TargetOptions
 from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.specs import CommandSpec
@@ -93,7 +93,7 @@ def previous_side(ws: Workspace, ref: str) -> Side:
 
 def _template(ws: Workspace, spec: Spec) -> PlannedStep:
     """The step that runs ``spec.target`` as its lane would (the lane's command, env, timeout, requires)."""
-    lanes = load_lanes(ws.project, ws.manifests_dir)
+    lanes = ws.lanes
     if lanes is None:
         raise InputError(f"{display_path(spec.source)}: {spec.name}.target: the project declares no lanes")
     target = next((t for t in lanes.targets if t.name == spec.target), None)
