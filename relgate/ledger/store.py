@@ -597,14 +597,24 @@ class Ledger:
             " decisions), (SELECT COUNT(*) FROM runs WHERE finished IS NULL)", (UNFINISHED_REASON,)).fetchone()
         return tuple(int(v) for v in row)
 
-    def project_steps(self, *, project: str, commits: Sequence[str]) -> list[StepRow]:
-        """The steps of ``project``'s runs at any of ``commits``, in id order."""
+    def project_steps(self, *, project: str, commits: Sequence[str], latest: bool = False) -> list[StepRow]:
+        """The steps of ``project``'s runs at any of ``commits``, in id order; with ``latest``,
+        only the last row of each step per host, board, commit and tree state."""
         if not commits:
             return []
         marks = ",".join("?" * len(commits))
-        sql = (f"SELECT steps.* FROM steps JOIN runs ON runs.id = steps.run_id WHERE runs.project = ?"
-               f" AND steps.commit_sha IN ({marks}) ORDER BY steps.id")
+        where = f"runs.project = ? AND steps.commit_sha IN ({marks})"
+        sql = f"SELECT steps.* FROM steps JOIN runs ON runs.id = steps.run_id WHERE {where} ORDER BY steps.id"
+        if latest:
+            sql = (f"SELECT * FROM steps WHERE id IN (SELECT MAX(steps.id) FROM steps JOIN runs ON runs.id ="
+                   f" steps.run_id WHERE {where} GROUP BY steps.session, steps.lane, steps.step, steps.target,"
+                   f" steps.host, steps.board, steps.commit_sha, steps.dirty) ORDER BY id")
         return [_step_row(r) for r in self._conn.execute(sql, (project, *commits))]
+
+    def steps_with_ids(self, ids: Sequence[int]) -> list[StepRow]:
+        marks = ",".join("?" * len(ids))
+        return [_step_row(r) for r in self._conn.execute(f"SELECT * FROM steps WHERE id IN ({marks}) ORDER BY id",
+                                                         tuple(ids))] if ids else []
 
     def project_commits(self, *, project: str) -> list[str]:
         """Every commit the project has runs, batches or decisions at."""

@@ -43,9 +43,11 @@ def assemble(ws: Workspace, ledger: Ledger, facts: GitFacts, checklist: Checklis
     project = ws.project.name
     known = ledger.project_commits(project=project)
     candidate = candidate_of(facts, project_root=ws.project.root, notes=checklist.release.notes, known=known)
-    steps = ledger.project_steps(project=project, commits=candidate.same_tree)
+    # The latest row of each step per host, board, commit and tree state is all any predicate reads.
+    steps = ledger.project_steps(project=project, commits=candidate.same_tree, latest=True)
     others: dict[str, str] = {}
-    for row in ledger.project_steps(project=project, commits=[c for c in known if c not in candidate.same_tree]):
+    for row in ledger.project_steps(project=project, commits=[c for c in known if c not in candidate.same_tree],
+                                    latest=True):
         for name in (row.session, row.lane):
             if name:
                 others.setdefault(name, row.commit_sha)
@@ -60,9 +62,8 @@ def assemble(ws: Workspace, ledger: Ledger, facts: GitFacts, checklist: Checklis
             quality[name] = check_quality(ledger, qspec, project=project, counts=candidate.counts, boards=boards)
     ids = {r.id: r for r in steps}
     decisions = ledger.decisions(project=project)
-    for d in decisions:  # manual runs may sit at any commit: show them with theirs
-        if d.step_id is not None and d.step_id not in ids:
-            ids.update({r.id: r for r in ledger.steps(commit=d.commit_sha) if r.id == d.step_id})
+    linked = [d.step_id for d in decisions if d.step_id is not None and d.step_id not in ids]
+    ids.update({r.id: r for r in ledger.steps_with_ids(linked)})  # every manual run, whichever row is the latest
     f = Facts(candidate=candidate, steps=steps, other_commits=others, decisions=decisions, evidence=evidence,
               comparisons=comparisons, quality=quality, steps_by_id=ids)
     items = tuple(evaluate(checklist, f))

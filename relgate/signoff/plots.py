@@ -23,8 +23,9 @@ def available() -> bool:
 
 def render_plots(comparisons: Mapping[str, Comparison], keys: Mapping[str, Sequence[str]]
                  ) -> dict[tuple[str, str], tuple[str, bytes]]:
-    """(measure, board) → (file name, PNG bytes); empty without matplotlib."""
-    if not available():
+    """(measure, board) → (file name, PNG bytes); empty without matplotlib (or without a
+    compared row: then matplotlib, which costs seconds to import, is not imported at all)."""
+    if not any(b.results for comp in comparisons.values() for b in comp.boards) or not available():
         return {}
     import matplotlib
 
