@@ -9,7 +9,7 @@ accepted baseline of ``--cells`` cells each (default 1,000,000), checked by a re
 
 - cold: ``nox -s signoff`` into a fresh out folder (assembles and writes everything);
 - re-run: ``nox -s signoff`` again with nothing new (must leave identical bytes);
-- the floor, in the same run: ``nox -l`` (nox's own start and the noxfile import), and the
+- the floor, in the same run: ``python -c pass``, ``nox -l`` (nox's own start and the noxfile import), and the
   re-run through ``relgate signoff`` (no nox) and in-process (``Workspace.load`` and
   ``run_signoff``, after the imports).
 
@@ -92,6 +92,7 @@ def main() -> int:
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="relgate-bench-signoff-") as tmp:
         root, env = make_project(Path(tmp), "tinyinfer")
+        env = {**env, "PYTHONPATH": str(REPO)}  # this checkout's relgate, whichever `pip install -e` points at
         home = Path(env["RELGATE_HOME"])
         t0 = time.perf_counter()
         populate(home, root, args.steps, args.cells)
@@ -101,7 +102,7 @@ def main() -> int:
             return failed("nox -s evidence", done)
         print(f"ledger: {args.steps} steps, {args.cells} evidence cells (capture and baseline), evidence checked "
               f"in {wall:.2f} s; setup {time.perf_counter() - t0:.1f} s")
-        cold, rerun, floor, cli, inproc = [], [], [], [], []
+        cold, rerun, floor, cli, inproc, bare = [], [], [], [], [], []
         reference = None
         for r in range(args.rounds):
             out = Path(tmp) / f"out{r}"
@@ -122,23 +123,31 @@ def main() -> int:
             floor.append(w)
             w, _, done = timed([sys.executable, "-m", "relgate.cli", "--workspace", str(REPO), "signoff", "--out",
                                 str(out)], env)
+            if done.returncode not in (0, 1) or "nothing new" not in done.stdout:
+                return failed("relgate signoff (re-run)", done)
             cli.append(w)
+            w, _, done = timed([sys.executable, "-c", "pass"], env)
+            bare.append(w)
             w, _, done = timed([sys.executable, "-c", "import sys, time, io; from pathlib import Path;"
                                 "from relgate.manifest.workspace import Workspace;"
                                 "from relgate.signoff.stage import run_signoff; t=time.perf_counter();"
                                 f"run_signoff(Workspace.load(Path({str(REPO)!r})), out_dir=Path({str(out)!r}),"
                                 " out=io.StringIO()); print(time.perf_counter()-t)"], env)
-            inproc.append(float(done.stdout.strip() or "nan"))
+            if done.returncode != 0:
+                return failed("run_signoff in-process", done)
+            inproc.append(float(done.stdout.strip()))
             print(f"round {r + 1}: cold {cold[-1]:.2f} s, re-run {rerun[-1]:.3f} s, nox -l {floor[-1]:.3f} s, "
-                  f"relgate signoff re-run {cli[-1]:.3f} s, in-process re-run {inproc[-1]:.3f} s")
+                  f"relgate signoff re-run {cli[-1]:.3f} s, in-process re-run {inproc[-1]:.3f} s, "
+                  f"python -c pass {bare[-1]:.3f} s")
         med = {k: statistics.median(v) for k, v in
-               dict(cold=cold, rerun=rerun, floor=floor, cli=cli, inproc=inproc).items()}
+               dict(cold=cold, rerun=rerun, floor=floor, cli=cli, inproc=inproc, bare=bare).items()}
         print(f"cold nox -s signoff: {med['cold']:.2f} s (goal <= {GOAL_COLD} s) "
               f"{'PASS' if med['cold'] <= GOAL_COLD else 'MISS'}")
         print(f"re-run, nothing new: {med['rerun']:.3f} s (goal <= {GOAL_RERUN} s) "
               f"{'PASS' if med['rerun'] <= GOAL_RERUN else 'MISS'}; identical bytes: yes")
-        print(f"floor: nox -l {med['floor']:.3f} s; relgate signoff re-run without nox {med['cli']:.3f} s; "
-              f"run_signoff in-process {med['inproc']:.3f} s; re-run / nox floor {med['rerun'] / med['floor']:.2f}")
+        print(f"floor: python -c pass {med['bare']:.3f} s; nox -l {med['floor']:.3f} s; relgate signoff re-run "
+              f"without nox {med['cli']:.3f} s; run_signoff in-process {med['inproc']:.3f} s; "
+              f"re-run / nox -l {med['rerun'] / med['floor']:.2f}")
     return 0
 
 

@@ -79,3 +79,10 @@ def test_checklist_defaults() -> None:
     assert spec.release.version == "1.2.0" and spec.release.notes == ("NEWS.md",)
     assert spec.release.tag_requires == ("ci-green",)
     assert spec.item("gate").auto_kind == ("lane", "gate") and spec.item("ci-green").manual
+
+
+def test_the_changelog_section_title_is_the_one_the_renderer_writes() -> None:
+    from relgate.signoff.report import SECTION_TITLE
+    from relgate.signoff.stage import _TITLE
+
+    assert _TITLE == f"### {SECTION_TITLE}"

@@ -13,7 +13,7 @@ import sys
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 from relgate import __version__
 from relgate.core.errors import InputError
@@ -21,11 +21,14 @@ from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.store import Ledger
 from relgate.manifest.schema import display_path
 from relgate.manifest.workspace import Workspace
-from relgate.signoff.assemble import Signoff, assemble
-from relgate.signoff.decisions import checklist_of
-from relgate.signoff.report import SECTION_TITLE, render_changelog_section, render_json, render_markdown
+
+if TYPE_CHECKING:
+    from relgate.signoff.assemble import Signoff
 
 __all__ = ["SignoffResult", "FILES", "run_signoff", "default_out", "write_changelog", "insert_section"]
+
+_TITLE = "### Measurements and verification"  # relgate.signoff.report.SECTION_TITLE (not imported: a re-run
+# with nothing new must not pay for the renderer)
 
 FILES = ("signoff.md", "signoff.json", "changelog-section.md")
 _STATE = ".signoff-state.json"
@@ -66,8 +69,14 @@ def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def _checklist(ws: Workspace):  # type: ignore[no-untyped-def]
+    if ws.checklist is None:
+        raise InputError(f"{display_path(ws.manifests_dir)}: no checklist.toml (the sign-off's items live there)")
+    return ws.checklist
+
+
 def run_signoff(ws: Workspace, *, out_dir: Path | None = None, out: TextIO = sys.stdout) -> SignoffResult:
-    checklist = checklist_of(ws)
+    checklist = _checklist(ws)
     out_dir = Path(out_dir) if out_dir is not None else default_out(ws)
     facts = read_git_facts(ws.project.root)
     with Ledger.open(ws.home) as ledger:
@@ -78,6 +87,10 @@ def run_signoff(ws: Workspace, *, out_dir: Path | None = None, out: TextIO = sys
             print(f"sign-off for {facts.commit[:12]}: nothing new; {display_path(out_dir)} is up to date", file=out)
             return SignoffResult(out=out_dir, complete=bool(previous["complete"]), commit=facts.commit,
                                  unchanged=True, open_items=tuple(previous["open"]))
+        # Only a sign-off with something new pays for assembling and rendering.
+        from relgate.signoff.assemble import assemble
+        from relgate.signoff.report import render_changelog_section, render_json, render_markdown
+
         s = assemble(ws, ledger, facts, checklist)
     keys = {}
     if ws.measurements is not None:
@@ -136,7 +149,7 @@ def insert_section(text: str, version: str, section: str) -> str:
         raise InputError(f"no \"## [{version}]\" heading to put the section under")
     end = next((i for i in range(head + 1, len(lines)) if lines[i].startswith("## ")), len(lines))
     block = lines[head:end]
-    start = next((i for i, ln in enumerate(block) if ln.strip() == f"### {SECTION_TITLE}"), None)
+    start = next((i for i, ln in enumerate(block) if ln.strip() == _TITLE), None)
     if start is not None:  # an earlier section: this one replaces it
         stop = next((i for i in range(start + 1, len(block)) if block[i].startswith("### ")), len(block))
         block = block[:start] + block[stop:]
@@ -149,7 +162,7 @@ def write_changelog(ws: Workspace, result: SignoffResult, out: TextIO = sys.stdo
     """Put the section into the project's changelog under the version's heading."""
     section = (result.out / "changelog-section.md").read_text()
     path = ws.project.changelog
-    version = checklist_of(ws).release.version
+    version = _checklist(ws).release.version
     try:
         text = path.read_text()
     except OSError as exc:
@@ -160,6 +173,6 @@ def write_changelog(ws: Workspace, result: SignoffResult, out: TextIO = sys.stdo
         raise InputError(f"{display_path(path)}: {exc}") from None
     if new != text:
         _write(path, new.encode())
-        print(f"changelog: the \"{SECTION_TITLE}\" section is in {display_path(path)} under {version}; "
+        print(f"changelog: the \"{_TITLE[4:]}\" section is in {display_path(path)} under {version}; "
               "commit it (a commit that changes only the release notes keeps the sign-off)", file=out)
     return path
