@@ -519,3 +519,24 @@ def test_a_version_3_ledger_migrates_to_the_signoff_tables_and_keeps_its_rows(tm
         assert ledger.batches(project="p") == [] and ledger.decisions(project="p") == []
         ledger.add_decision(project="p", commit="c1", dirty=False, item="ci-green", kind="attest", by="ana", note=None)
         assert [(d.item, d.by) for d in ledger.decisions(project="p")] == [("ci-green", "ana")]
+
+
+def test_the_evidence_check_of_the_qualified_commit_stands_after_a_notes_only_commit(project: Project) -> None:
+    (project.manifests / "checklist.toml").write_text(CHECKLIST.format(board=BOARD) + """
+[[item]]
+id = "evidence"
+title = "Evidence clean against the last accepted release"
+auto = "evidence"
+""")
+    _ok(project.nox("gate", extra=("--", "kernels-cpu")))
+    _ok(project.relgate("evidence", "accept", "--release", "0.2.0"))
+    _ok(project.nox("evidence"))
+    assert _status(_signoff(project, 1))["evidence"][0] == "passed"
+    (project.root / "CHANGELOG.md").write_text((project.root / "CHANGELOG.md").read_text() + "\nNotes.\n")
+    project.commit("notes only")
+    done = project.nox("evidence")  # no capture at the new commit: not run there
+    assert "no capture at this commit" in done.stdout
+    assert _status(_signoff(project, 1))["evidence"][0] == "passed"
+    _ok(project.nox("gate", extra=("--", "kernels-cpu")))  # a capture after the last check: checked again first
+    status, reason = _status(_signoff(project, 1))["evidence"]
+    assert status == "missing" and "checked before the latest capture" in reason

@@ -123,6 +123,11 @@ def _evidence(facts: Facts, boards: Sequence[str]) -> tuple[str, str, tuple[Step
             missing.append(f"evidence on {board}: not checked (no capture or baseline on this board)")
             continue
         row = mine[-1]
+        if row.verdict is Verdict.NOT_RUN:
+            # "No capture at this commit" after a commit that changed only the release notes says nothing
+            # against the check of the qualified commit: that one stands.
+            earlier = [r for r in mine if r.commit_sha != row.commit_sha and r.verdict is not Verdict.NOT_RUN]
+            row = earlier[-1] if earlier else row
         used.append(row)
         if row.id < last_capture:
             missing.append(f"evidence on {board}: checked before the latest capture (step #{last_capture}); "
