@@ -134,7 +134,7 @@ _MIGRATIONS: tuple[str, ...] = (
     """
     CREATE TABLE measure_batches (
         id INTEGER PRIMARY KEY AUTOINCREMENT,
-        project TEXT NOT NULL,
+        project TEXT NOT NULL,  -- the project's identity key (relgate.ledger.identity)
         measure TEXT NOT NULL,
         kind TEXT NOT NULL,
         side TEXT NOT NULL,
@@ -598,17 +598,16 @@ class Ledger:
         return tuple(int(v) for v in row)
 
     def project_steps(self, *, project: str, commits: Sequence[str], latest: bool = False) -> list[StepRow]:
-        """The steps of ``project``'s runs at any of ``commits``, in id order; with ``latest``,
-        only the last row of each step per host, board, commit and tree state."""
+        """The steps of the project (its identity key) at any of ``commits``, in id order; with
+        ``latest``, only the last row of each step per host, board, commit and tree state."""
         if not commits:
             return []
         marks = ",".join("?" * len(commits))
-        where = f"runs.project = ? AND steps.commit_sha IN ({marks})"
-        sql = f"SELECT steps.* FROM steps JOIN runs ON runs.id = steps.run_id WHERE {where} ORDER BY steps.id"
+        where = f"project_key = ? AND commit_sha IN ({marks})"
+        sql = f"SELECT * FROM steps WHERE {where} ORDER BY id"
         if latest:
-            sql = (f"SELECT * FROM steps WHERE id IN (SELECT MAX(steps.id) FROM steps JOIN runs ON runs.id ="
-                   f" steps.run_id WHERE {where} GROUP BY steps.session, steps.lane, steps.step, steps.target,"
-                   f" steps.host, steps.board, steps.commit_sha, steps.dirty) ORDER BY id")
+            sql = (f"SELECT * FROM steps WHERE id IN (SELECT MAX(id) FROM steps WHERE {where} GROUP BY session, lane,"
+                   f" step, target, host, board, commit_sha, dirty) ORDER BY id")
         return [_step_row(r) for r in self._conn.execute(sql, (project, *commits))]
 
     def steps_with_ids(self, ids: Sequence[int]) -> list[StepRow]:
@@ -619,7 +618,7 @@ class Ledger:
     def project_commits(self, *, project: str) -> list[str]:
         """Every commit the project has runs, batches or decisions at."""
         return [r[0] for r in self._conn.execute(
-            "SELECT commit_sha FROM runs WHERE project = ? UNION SELECT commit_sha FROM decisions WHERE project = ?"
+            "SELECT commit_sha FROM runs WHERE project_key = ? UNION SELECT commit_sha FROM decisions WHERE project = ?"
             " UNION SELECT commit_sha FROM measure_batches WHERE project = ? AND commit_sha IS NOT NULL",
             (project, project, project))]
 

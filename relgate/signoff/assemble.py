@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
+from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger, StepRow
 from relgate.manifest.checklist import ChecklistSpec
 from relgate.manifest.workspace import Workspace
@@ -40,7 +41,7 @@ class Signoff:
 
 
 def assemble(ws: Workspace, ledger: Ledger, facts: GitFacts, checklist: ChecklistSpec) -> Signoff:
-    project = ws.project.name
+    project = project_identity(ws, facts).key  # the rows of this project only (one repository, many projects)
     known = ledger.project_commits(project=project)
     candidate = candidate_of(facts, project_root=ws.project.root, notes=checklist.release.notes, known=known)
     # The latest row of each step per host, board, commit and tree state is all any predicate reads.
@@ -51,7 +52,7 @@ def assemble(ws: Workspace, ledger: Ledger, facts: GitFacts, checklist: Checklis
         for name in (row.session, row.lane):
             if name:
                 others.setdefault(name, row.commit_sha)
-    evidence = [e for c in candidate.same_tree for e in ledger.evidence(commit=c)]
+    evidence = [e for c in candidate.same_tree for e in ledger.evidence(commit=c, project_key=project)]
     boards = checklist.release.boards
     comparisons, quality = {}, {}
     if ws.measurements is not None:
@@ -76,6 +77,6 @@ def assemble(ws: Workspace, ledger: Ledger, facts: GitFacts, checklist: Checklis
         if row.session == "evidence" and row.target:
             ev_latest[row.target] = row
     not_run = tuple(r for r in latest.values() if r.verdict in (Verdict.NOT_RUN, Verdict.SKIP))
-    return Signoff(project=project, version=checklist.release.version, checklist=checklist, candidate=candidate,
+    return Signoff(project=ws.project.name, version=checklist.release.version, checklist=checklist, candidate=candidate,
                    items=items, comparisons=comparisons, quality=quality,
                    evidence_steps=tuple(ev_latest[b] for b in sorted(ev_latest)), not_run=not_run)

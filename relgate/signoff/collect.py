@@ -23,6 +23,7 @@ from relgate.core.verdict import Verdict
 from relgate.evidence.baselines import board_key
 from relgate.lanes.plan import target_command
 from relgate.ledger.gitfacts import GitFacts, read_git_facts
+from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import TargetOptions
 from relgate.manifest.measures import MeasureSpec, QualitySpec
@@ -140,8 +141,10 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
     folder.mkdir(parents=True, exist_ok=True)
     batch_ids: list[int] = []
     with Ledger.open(ws.home) as ledger:
+        identity = project_identity(ws, cand_facts)  # REF's steps belong to this project too
         run_id = ledger.begin_run(session="compare", argv=argv, project=ws.project.name, project_root=ws.project.root,
-                                  commit=cand_facts.commit, branch=cand_facts.branch, dirty=cand_facts.dirty)
+                                  commit=cand_facts.commit, branch=cand_facts.branch, dirty=cand_facts.dirty,
+                                  identity=identity)
         summary = RunSummary(run_id=run_id, session="compare", facts=cand_facts)
         for spec in specs:
             template = _template(ws, spec)
@@ -162,7 +165,7 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
                     summary.outcomes.extend(part.outcomes)
                     got[side.label].append((part.outcomes[0], file))
             for side in sides:
-                batch = _keep(ws, ledger, spec, side, got[side.label], pool, run_id, out)
+                batch = _keep(ws, ledger, spec, side, got[side.label], pool, run_id, identity.key, out)
                 if batch is not None:
                     batch_ids.append(batch)
         ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
@@ -171,7 +174,7 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
 
 
 def _keep(ws: Workspace, ledger: Ledger, spec: Spec, side: Side, got: list[tuple[StepOutcome, Path | None]],
-          pool: HostPool, run_id: str, out: TextIO) -> int | None:
+          pool: HostPool, run_id: str, project: str, out: TextIO) -> int | None:
     red = [o for o, _ in got if o.verdict is not Verdict.PASS]
     if red:
         print(f"{spec.name} ({side.label}): no batch recorded: {red[0].step.name} {red[0].verdict.value}"
@@ -194,7 +197,7 @@ def _keep(ws: Workspace, ledger: Ledger, spec: Spec, side: Side, got: list[tuple
         runs.append(parse_rows(data, spec, source=shown, known=known))
         raw += data
     warmup = spec.warmup if isinstance(spec, MeasureSpec) else 0
-    batch = record_batch(ledger, spec, runs, project=ws.project.name,
+    batch = record_batch(ledger, spec, runs, project=project,
                          side="candidate" if side.release is None else "release", board=known["board"],
                          release=side.release, commit=side.facts.commit, dirty=side.facts.dirty, host=host.name,
                          metadata={k: v for k, v in known.items() if v}, warmup=warmup,

@@ -11,6 +11,7 @@ from typing import TextIO
 
 from relgate.core.errors import InputError
 from relgate.ledger.gitfacts import read_git_facts
+from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.checklist import ChecklistItem, ChecklistSpec
 from relgate.manifest.schema import did_you_mean, display_path
@@ -42,7 +43,7 @@ def _record(ws: Workspace, item: ChecklistItem, *, kind: str, by: str | None, no
             step_id: int | None = None) -> tuple[str, int]:
     facts = read_git_facts(ws.project.root)
     with Ledger.open(ws.home) as ledger:
-        row = ledger.add_decision(project=ws.project.name, commit=facts.commit, dirty=facts.dirty, item=item.id,
+        row = ledger.add_decision(project=project_identity(ws, facts).key, commit=facts.commit, dirty=facts.dirty, item=item.id,
                                   kind=kind, by=by, note=note, step_id=step_id)
     return facts.commit, row
 

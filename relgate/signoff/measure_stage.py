@@ -9,6 +9,7 @@ from typing import TextIO
 
 from relgate.core.errors import InputError
 from relgate.ledger.gitfacts import read_git_facts
+from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.manifest.workspace import Workspace
@@ -55,19 +56,20 @@ def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None =
     version = ws.checklist.release.version if ws.checklist is not None else ws.project.version
     comps: list[Comparison] = []
     broken = False
+    project = project_identity(ws, facts).key
     with Ledger.open(ws.home) as ledger:
         cand = candidate_of(facts, project_root=ws.project.root, notes=notes,
-                            known=ledger.project_commits(project=ws.project.name))
+                            known=ledger.project_commits(project=project))
         if cand.dirty:
             print("the tree is dirty: batches measured from it do not count (commit, then measure)", file=out)
         for spec in specs:
             boards = [board] if board else ()
             if isinstance(spec, QualitySpec):
-                rep = check_quality(ledger, spec, project=ws.project.name, counts=cand.counts, boards=boards)
+                rep = check_quality(ledger, spec, project=project, counts=cand.counts, boards=boards)
                 print_quality(rep, out)
                 broken |= any(b.verdict == BLOCK for b in rep.boards)
                 continue
-            comp = compare(ledger, spec, project=ws.project.name, counts=cand.counts, boards=boards,
+            comp = compare(ledger, spec, project=project, counts=cand.counts, boards=boards,
                            exclude_release=version)
             if not comp.boards:
                 raise InputError(f"measure {spec.name}: nothing recorded"

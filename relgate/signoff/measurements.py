@@ -157,6 +157,7 @@ def add_measurements(ws: Any, name: str, file: Path, *, board: str, release: str
     """``relgate measure add``: rows measured elsewhere (a tracked baseline CSV of the last
     release, or the candidate measured on another machine) as one batch; returns (batch id, rows)."""
     from relgate.ledger.gitfacts import read_git_facts
+    from relgate.ledger.identity import project_identity
     from relgate.signoff.collect import source_hash, spec_of
 
     spec = spec_of(ws, name)
@@ -170,8 +171,8 @@ def add_measurements(ws: Any, name: str, file: Path, *, board: str, release: str
         raise InputError(f"{file}: cannot read: {exc.strerror or exc}") from None
     known = {"board": board, **meta}
     commit, dirty = None, False
+    facts = read_git_facts(ws.project.root)
     if candidate:
-        facts = read_git_facts(ws.project.root)
         commit, dirty = facts.commit, facts.dirty
         known.update(commit=commit, dirty="yes" if dirty else "no",
                      source_hash=source_hash(Path(facts.toplevel), commit, ws.project.root) or "")
@@ -179,7 +180,7 @@ def add_measurements(ws: Any, name: str, file: Path, *, board: str, release: str
         known["release"] = release or ""
     rows = parse_rows(data, spec, source=str(file), known=known)
     with Ledger.open(ws.home) as ledger:
-        batch = record_batch(ledger, spec, [rows], project=ws.project.name,
+        batch = record_batch(ledger, spec, [rows], project=project_identity(ws, facts).key,
                              side="candidate" if candidate else "release", board=board, release=release,
                              commit=commit, dirty=dirty, host=None, metadata={k: v for k, v in known.items() if v},
                              warmup=0, source=f"relgate measure add {Path(file).name}", raw=data)
