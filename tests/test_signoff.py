@@ -540,3 +540,11 @@ auto = "evidence"
     _ok(project.nox("gate", extra=("--", "kernels-cpu")))  # a capture after the last check: checked again first
     status, reason = _status(_signoff(project, 1))["evidence"]
     assert status == "missing" and "checked before the latest capture" in reason
+
+
+def test_tag_refuses_a_project_without_a_version(project: Project) -> None:
+    toml = project.manifests / "project.toml"
+    toml.write_text(toml.read_text().replace('version = "0.3.0"\n', ""))
+    done = project.relgate("tag")
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "no version to tag (set project.version, or release.version in the checklist)" in done.stderr

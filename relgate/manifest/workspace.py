@@ -89,7 +89,8 @@ class Workspace:
             names = (tuple(measurements.measures), tuple(measurements.quality)) if measurements else ((), ())
             checklist = _collect(lambda: parse_checklist(
                 read_toml(mdir / "checklist.toml"), path=mdir / "checklist.toml", version=project.version,
-                changelog=str(project.changelog.relative_to(project.root)), measures=names[0], quality=names[1]),
+                changelog=str(project.changelog.relative_to(project.root)) if project.changelog else "CHANGELOG.md",
+                measures=names[0], quality=names[1]),
                 problems)
         host_specs: dict[str, HostSpec] = {}
         for path in sorted(hdir.glob("*.toml")):

@@ -52,7 +52,7 @@ def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None =
     specs = [spec_of(ws, n) for n in names]
     facts = read_git_facts(ws.project.root)
     notes = ws.checklist.release.notes if ws.checklist is not None else \
-        (str(ws.project.changelog.relative_to(ws.project.root)),)
+        ((str(ws.project.changelog.relative_to(ws.project.root)),) if ws.project.changelog else ())
     version = ws.checklist.release.version if ws.checklist is not None else ws.project.version
     comps: list[Comparison] = []
     broken = False

@@ -161,8 +161,15 @@ def insert_section(text: str, version: str, section: str) -> str:
 def write_changelog(ws: Workspace, result: SignoffResult, out: TextIO = sys.stdout) -> Path:
     """Put the section into the project's changelog under the version's heading."""
     section = (result.out / "changelog-section.md").read_text()
-    path = ws.project.changelog
-    version = _checklist(ws).release.version
+    checklist = _checklist(ws)
+    notes = [ws.project.root / n for n in checklist.release.notes]
+    path = ws.project.changelog or (notes[0] if notes else None)
+    if path is None:
+        raise InputError(f"{display_path(ws.project.source)}: --changelog: the project keeps no changelog "
+                         "(project.changelog, or release.notes in the checklist)")
+    version = checklist.release.version
+    if not version:
+        raise InputError("--changelog: no version to put the section under (project.version or release.version)")
     try:
         text = path.read_text()
     except OSError as exc:

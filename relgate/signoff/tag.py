@@ -98,6 +98,9 @@ def run_tag(ws: Workspace, *, out_dir: Path | None = None, key: Path | None = No
         if status.get(item) != "attested":
             reasons.append(f"{item} is {status.get(item, 'missing')}, it must be attested "
                            f"(relgate attest {item} --by NAME)")
+    if not checklist.release.version:
+        reasons.append(f"{display_path(checklist.source)}: no version to tag (set project.version, or "
+                       "release.version in the checklist)")
     tag = f"v{checklist.release.version}"
     if _git(top, "rev-parse", "--verify", "--quiet", f"refs/tags/{tag}").returncode == 0:
         reasons.append(f"tag {tag} exists already")
