@@ -41,6 +41,7 @@ def test_a_deleted_row_makes_the_lane_session_red(tinyinfer: Project) -> None:
 
 def test_a_lane_that_selects_no_target_is_not_run_and_require_all_fails_it(tinyinfer: Project) -> None:
     _edit(tinyinfer, '"matvec-bench" = "bench"', '"matvec-bench" = "contract"')
+    _edit(tinyinfer, '"matvec-bench-cuda" = "bench"', '"matvec-bench-cuda" = "contract"')
     (tinyinfer.hosts / "local.toml").write_text('[host]\nname = "local"\nkind = "local"\n')
     done = tinyinfer.nox("bench")
     assert done.returncode == 0, done.stdout  # not-run does not fail a run by default ...

@@ -30,8 +30,8 @@ from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
+from relgate.remote.pool import host_pool
 from relgate.run.console import ConsoleReporter, render_summary
-from relgate.run.flow import host_pool
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool, RunSummary, StepOutcome, run_steps
 from relgate.signoff.measurements import Row, parse_rows, record_batch
@@ -135,6 +135,7 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
     sides = [Side(label="candidate", facts=cand_facts, root=ws.project.root, release=None)]
     if previous is not None:
         sides.insert(0, previous_side(ws, previous))
+    own_pool = pool is None
     pool = pool or host_pool(ws)
     reporter = ConsoleReporter(out)
     folder = ws.home / "measure" / uuid.uuid4().hex[:12]
@@ -169,6 +170,8 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
                 if batch is not None:
                     batch_ids.append(batch)
         ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
+    if own_pool and hasattr(pool, "close"):
+        pool.close()  # remote connections, if any host was remote
     render_summary(summary, out)
     return summary, batch_ids
 

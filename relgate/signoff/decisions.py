@@ -17,6 +17,7 @@ from relgate.manifest.checklist import ChecklistItem, ChecklistSpec
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
+from relgate.remote.pool import host_pool
 from relgate.run.flow import run_plan
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import RunSummary
@@ -86,7 +87,12 @@ def manual_run(ws: Workspace, command: Sequence[str], *, item_id: str | None, no
     item = item_of(ws, item_id) if item_id else None
     step = PlannedStep(name=item.id if item else "manual", commands=(CommandSpec(argv=tuple(command)),),
                        cwd=Path.cwd(), lane="manual", target=item.id if item else None)
-    summary = run_plan(ws, [step], session="manual", argv=list(argv) or ["relgate", "run", *command], out=out)
+    pool = host_pool(ws)
+    try:
+        summary = run_plan(ws, [step], session="manual", argv=list(argv) or ["relgate", "run", *command], pool=pool,
+                           out=out)
+    finally:
+        pool.close()
     if item is not None:
         outcome = summary.outcomes[0]
         _record(ws, item, kind="run", by=by, note=note, step_id=outcome.step_id)
