@@ -6,6 +6,9 @@
     nox -s evidence               this commit's evidence against the last accepted baseline
     nox -s package_verify         build the package from the commit, extract, inspect, test offline
     nox -s publish_dry_run        rehearse the publish (locked dry run / local index upload)
+    nox -s compare -- --previous REF   previous release against the candidate, interleaved
+    nox -s signoff                the checklist for the candidate: signoff.md, signoff.json, changelog
+    nox -s tag                    the release tag, only for a complete sign-off
     nox -l                        every session, with what it does
 
 Options after --: target names, --require-all, --reuse, --report FILE.json, --junit FILE.xml.
@@ -31,6 +34,7 @@ import sessions.host  # noqa: E402,F401,I001
 import sessions.lanes  # noqa: E402,F401
 import sessions.evidence  # noqa: E402,F401
 import sessions.package  # noqa: E402,F401
+import sessions.signoff  # noqa: E402,F401
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["host"]

@@ -75,6 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     acc.add_argument("--commit", help="another commit (full sha) instead of HEAD")
     chk = evsub.add_parser("check", help="this commit's captures against the last accepted baseline (nox -s evidence)")
     add_run_options(chk, names=False)
+    from relgate.signoff.commands import add_parsers  # sign-off: measure, attest, skip, run, signoff, tag …
+
+    add_parsers(sub)
     return p
 
 
@@ -177,6 +180,10 @@ _COMMANDS = {"check": _cmd_check, "host": _cmd_host, "lane": _cmd_lane, "census"
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if args.command not in _COMMANDS:
+        from relgate.signoff.commands import COMMANDS
+
+        return guarded(lambda: COMMANDS[args.command](args, _load))
     return guarded(lambda: _COMMANDS[args.command](args))
 
 

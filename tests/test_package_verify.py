@@ -38,7 +38,7 @@ def test_c_example_is_packaged_from_the_commit_extracted_inspected_and_tested_of
         assert row["verdict"] == "pass" and row["dirty"] is False and row["lane"] == "package", row
     assert got["package"]["command"].startswith("git archive --format=tar.gz --prefix=tinyinfer-0.3.0/")
     assert "sha256 " in log_of(tinyinfer, got["extract"])
-    assert "7 required paths present" in log_of(tinyinfer, got["inspect"])  # 6 lane targets, 1 fixture
+    assert "8 required paths present" in log_of(tinyinfer, got["inspect"])  # 7 lane targets, 1 fixture
     for name in ("offline-build", "offline-tests"):
         row = got[name]
         assert row["command"].startswith("relgate-offline -- make")

@@ -111,7 +111,9 @@ def test_relgate_check_prints_the_whole_plan(tinyinfer: Project) -> None:
     out = done.stdout
     sections = [line for line in out.splitlines() if line.startswith("nox -s ")]
     assert sections == ["nox -s host", "nox -s gate", "nox -s contract", "nox -s record  (no targets in this lane)",
-                        "nox -s toolkit  (no targets in this lane)", "nox -s bench", "nox -s qualification  (no targets in this lane)"]
+                        "nox -s toolkit  (no targets in this lane)", "nox -s bench",
+                        "nox -s qualification  (no targets in this lane)",
+                        "nox -s lane -- quality"]  # the example's own lane: its quality scorer
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  ") and len(line.split()) > 2}
     assert rows["lane-census"].split()[1:] == ["relgate", "census", "local"]
     assert rows["release-cpu"].endswith("local") and "make clean && make cpu" in rows["release-cpu"]

@@ -29,9 +29,10 @@ from relgate.core.errors import ExecutionError, InputError
 from relgate.core.verdict import Verdict
 from relgate.ledger.identity import ProjectIdentity
 
-__all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON"]
+__all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON",
+           "BatchRow", "DecisionRow"]
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 UNFINISHED_REASON = "never finished: relgate stopped before the step ended"
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -129,6 +130,50 @@ _MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE baselines ADD COLUMN project_key TEXT;
     CREATE INDEX steps_by_project ON steps(project_key, commit_sha);
     """,
+    # 5 (sign-off): measurement batches with their rows, and checklist decisions.
+    """
+    CREATE TABLE measure_batches (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        project TEXT NOT NULL,  -- the project's identity key (relgate.ledger.identity)
+        measure TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        side TEXT NOT NULL,
+        release TEXT,
+        commit_sha TEXT,
+        dirty INTEGER NOT NULL,
+        board TEXT NOT NULL,
+        host TEXT,
+        metadata TEXT NOT NULL,
+        warmup INTEGER NOT NULL,
+        run_id TEXT,
+        source TEXT NOT NULL,
+        sha256 TEXT,
+        path TEXT,
+        created TEXT NOT NULL
+    );
+    CREATE INDEX measure_batches_by_name ON measure_batches(project, measure, board, id);
+    CREATE TABLE measure_rows (
+        batch_id INTEGER NOT NULL REFERENCES measure_batches(id),
+        run INTEGER NOT NULL,
+        key TEXT NOT NULL,
+        metrics TEXT NOT NULL,
+        metadata TEXT NOT NULL
+    );
+    CREATE INDEX measure_rows_by_batch ON measure_rows(batch_id);
+    CREATE TABLE decisions (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        project TEXT NOT NULL,
+        commit_sha TEXT NOT NULL,
+        dirty INTEGER NOT NULL,
+        item TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        by TEXT,
+        note TEXT,
+        step_id INTEGER REFERENCES steps(id),
+        created TEXT NOT NULL
+    );
+    CREATE INDEX decisions_by_item ON decisions(project, item, id);
+    """,
 )
 
 
@@ -225,6 +270,45 @@ class BaselineRow:
     cells: int
     accepted: str
     project_key: str | None = None
+
+
+@dataclass(frozen=True, kw_only=True)
+class BatchRow:
+    """One batch of measurement rows: a release's baseline, or runs of the candidate."""
+
+    id: int
+    project: str
+    measure: str
+    kind: str  # measure | quality
+    side: str  # release | candidate
+    release: str | None
+    commit_sha: str | None
+    dirty: bool
+    board: str
+    host: str | None
+    metadata: dict[str, str]
+    warmup: int
+    run_id: str | None
+    source: str
+    sha256: str | None
+    path: str | None
+    created: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class DecisionRow:
+    """A person's decision on a checklist item for one commit: attest, skip, not-validated."""
+
+    id: int
+    project: str
+    commit_sha: str
+    dirty: bool
+    item: str
+    kind: str
+    by: str | None
+    note: str | None
+    step_id: int | None
+    created: str
 
 
 class Ledger:
@@ -516,6 +600,79 @@ class Ledger:
                 args.append(value)
         sql = "SELECT * FROM evidence" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
         return [EvidenceRow(**{**dict(r), "dirty": bool(r["dirty"])}) for r in self._conn.execute(sql, args)]
+
+    # -- sign-off: measurement batches and decisions ---------------------------------------
+    def add_batch(self, batch: Mapping[str, Any], rows: Sequence[tuple[int, Any, Any, Any]]) -> int:
+        """One batch (the ``measure_batches`` columns) and its rows ``(run, key, metrics, metadata)``, at once."""
+        cols = ("project", "measure", "kind", "side", "release", "commit_sha", "dirty", "board", "host", "metadata",
+                "warmup", "run_id", "source", "sha256", "path")
+        values = [json.dumps(batch[c], sort_keys=True) if c == "metadata" else batch.get(c) for c in cols]
+        values[cols.index("dirty")] = int(bool(batch.get("dirty")))
+        with self._tx():
+            cur = self._conn.execute(f"INSERT INTO measure_batches ({', '.join(cols)}, created) VALUES"
+                                     f" ({', '.join('?' * len(cols))}, ?)", (*values, _now()))
+            batch_id = int(cur.lastrowid)
+            self._conn.executemany(
+                "INSERT INTO measure_rows (batch_id, run, key, metrics, metadata) VALUES (?,?,?,?,?)",
+                [(batch_id, run, json.dumps(key), json.dumps(metrics, sort_keys=True), json.dumps(meta, sort_keys=True))
+                 for run, key, metrics, meta in rows])
+        return batch_id
+
+    def batches(self, *, project: str, measure: str | None = None) -> list[BatchRow]:
+        sql = "SELECT * FROM measure_batches WHERE project = ?" + (" AND measure = ?" if measure else "") + " ORDER BY id"
+        args = (project, measure) if measure else (project,)
+        return [BatchRow(**{**dict(r), "dirty": bool(r["dirty"]), "metadata": json.loads(r["metadata"])})
+                for r in self._conn.execute(sql, args)]
+
+    def batch_rows(self, batch_id: int) -> list[tuple[int, list[str], dict[str, Any], dict[str, str]]]:
+        return [(r["run"], json.loads(r["key"]), json.loads(r["metrics"]), json.loads(r["metadata"]))
+                for r in self._conn.execute("SELECT * FROM measure_rows WHERE batch_id = ? ORDER BY rowid", (batch_id,))]
+
+    def add_decision(self, *, project: str, commit: str, dirty: bool, item: str, kind: str, by: str | None,
+                     note: str | None, step_id: int | None = None) -> int:
+        with self._tx():
+            cur = self._conn.execute(
+                "INSERT INTO decisions (project, commit_sha, dirty, item, kind, by, note, step_id, created)"
+                " VALUES (?,?,?,?,?,?,?,?,?)", (project, commit, int(dirty), item, kind, by, note, step_id, _now()))
+        return int(cur.lastrowid)
+
+    def decisions(self, *, project: str) -> list[DecisionRow]:
+        return [DecisionRow(**{**dict(r), "dirty": bool(r["dirty"])}) for r in self._conn.execute(
+            "SELECT * FROM decisions WHERE project = ? ORDER BY id", (project,))]
+
+    def fingerprint(self) -> tuple[int, ...]:
+        """Changes whenever a row is added or a step finishes (sign-off re-runs with nothing new)."""
+        row = self._conn.execute(
+            "SELECT (SELECT COALESCE(MAX(id), 0) FROM steps), (SELECT COUNT(*) FROM steps WHERE verdict = 'error'"
+            " AND reason = ?), (SELECT COALESCE(MAX(id), 0) FROM evidence), (SELECT COALESCE(MAX(id), 0) FROM"
+            " baselines), (SELECT COALESCE(MAX(id), 0) FROM measure_batches), (SELECT COALESCE(MAX(id), 0) FROM"
+            " decisions), (SELECT COUNT(*) FROM runs WHERE finished IS NULL)", (UNFINISHED_REASON,)).fetchone()
+        return tuple(int(v) for v in row)
+
+    def project_steps(self, *, project: str, commits: Sequence[str], latest: bool = False) -> list[StepRow]:
+        """The steps of the project (its identity key) at any of ``commits``, in id order; with
+        ``latest``, only the last row of each step per host, board, commit and tree state."""
+        if not commits:
+            return []
+        marks = ",".join("?" * len(commits))
+        where = f"project_key = ? AND commit_sha IN ({marks})"
+        sql = f"SELECT * FROM steps WHERE {where} ORDER BY id"
+        if latest:
+            sql = (f"SELECT * FROM steps WHERE id IN (SELECT MAX(id) FROM steps WHERE {where} GROUP BY session, lane,"
+                   f" step, target, host, board, commit_sha, dirty) ORDER BY id")
+        return [_step_row(r) for r in self._conn.execute(sql, (project, *commits))]
+
+    def steps_with_ids(self, ids: Sequence[int]) -> list[StepRow]:
+        marks = ",".join("?" * len(ids))
+        return [_step_row(r) for r in self._conn.execute(f"SELECT * FROM steps WHERE id IN ({marks}) ORDER BY id",
+                                                         tuple(ids))] if ids else []
+
+    def project_commits(self, *, project: str) -> list[str]:
+        """Every commit the project has runs, batches or decisions at."""
+        return [r[0] for r in self._conn.execute(
+            "SELECT commit_sha FROM runs WHERE project_key = ? UNION SELECT commit_sha FROM decisions WHERE project = ?"
+            " UNION SELECT commit_sha FROM measure_batches WHERE project = ? AND commit_sha IS NOT NULL",
+            (project, project, project))]
 
     # -- logs as content-addressed artifacts --------------------------------------------------
     def partial_log_path(self, commit: str, run_id: str, step: str) -> Path:

@@ -40,6 +40,8 @@ class Workspace:
     intentional: tuple[IntentionalChange, ...] = ()  # intentional.toml: evidence re-recorded on purpose
     package: Any = None  # package.toml (relgate.manifest.package_spec.PackageManifest) when the folder has one
     lanes: LanesSpec | None = None  # the lane table and its targets; None when the project keeps none
+    measurements: Any = None  # measurements.toml (relgate.manifest.measures.MeasurementsSpec), if any
+    checklist: Any = None  # checklist.toml (relgate.manifest.checklist.ChecklistSpec), if any
     # Facts read once per invocation (host detection, HEAD): the nox layer keeps one workspace per process.
     memo: Memo = field(default_factory=Memo, compare=False, repr=False)
 
@@ -76,6 +78,20 @@ class Workspace:
 
             package = _collect(lambda: load_package_manifest(mdir, project), problems)
         lanes = _collect(lambda: load_lanes(project, mdir), problems) if project is not None else None
+        measurements = checklist = None
+        if (mdir / "measurements.toml").exists():
+            from relgate.manifest.measures import parse_measurements
+
+            measurements = _load(mdir / "measurements.toml", parse_measurements, problems)
+        if project is not None and (mdir / "checklist.toml").exists():
+            from relgate.manifest.checklist import parse_checklist
+
+            names = (tuple(measurements.measures), tuple(measurements.quality)) if measurements else ((), ())
+            checklist = _collect(lambda: parse_checklist(
+                read_toml(mdir / "checklist.toml"), path=mdir / "checklist.toml", version=project.version,
+                changelog=str(project.changelog.relative_to(project.root)) if project.changelog else "CHANGELOG.md",
+                measures=names[0], quality=names[1]),
+                problems)
         host_specs: dict[str, HostSpec] = {}
         for path in sorted(hdir.glob("*.toml")):
             spec = _load(path, parse_host, problems)
@@ -92,7 +108,7 @@ class Workspace:
         assert project is not None and builds is not None
         return cls(root=root, manifests_dir=mdir, hosts_dir=hdir, home=home_dir, project=project,
                    builds=builds, hosts=host_specs, intentional=tuple(intentional or ()), package=package,
-                   lanes=lanes)
+                   lanes=lanes, measurements=measurements, checklist=checklist)
 
     @property
     def local_host(self) -> HostSpec:

@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Benchmark: ``nox -s signoff`` on a big ledger, cold and re-run with nothing new.
+
+Builds, in a temporary directory, a copy of the C example (its own git repo, manifests,
+hosts, ledger home) whose ledger holds ``--steps`` step rows (default 10,000: host, gate,
+contract, bench, package and publish sessions over many runs) and an evidence capture and
+accepted baseline of ``--cells`` cells each (default 1,000,000), checked by a real
+``nox -s evidence``; plus measurement batches and decisions. Then it times, alternating:
+
+- cold: ``nox -s signoff`` into a fresh out folder (assembles and writes everything);
+- re-run: ``nox -s signoff`` again with nothing new (must leave identical bytes);
+- the floor, in the same run: ``python -c pass``, ``nox -l`` (nox's own start and the noxfile import), and the
+  re-run through ``relgate signoff`` (no nox) and in-process (``Workspace.load`` and
+  ``run_signoff``, after the imports).
+
+Goals: cold ≤ 2 s, re-run ≤ 0.3 s (both whole ``nox -s signoff`` processes). Prints PASS or
+MISS; exits 1 only when a timed run failed or a re-run changed a byte.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import REPO, failed, make_project, timed  # noqa: E402
+
+sys.path.insert(0, str(REPO))
+
+GOAL_COLD, GOAL_RERUN = 2.0, 0.3
+SESSIONS = ("host", "gate", "contract", "bench", "package_verify", "publish_dry_run")
+
+
+def populate(home: Path, root: Path, steps: int, cells: int, env: dict[str, str]) -> None:
+    from relgate.core.verdict import Verdict
+    from relgate.evidence.baselines import accept
+    from relgate.ledger.gitfacts import read_git_facts
+    from relgate.ledger.identity import project_identity
+    from relgate.ledger.store import Ledger
+    from relgate.manifest.workspace import Workspace
+
+    facts = read_git_facts(root)
+    identity = project_identity(Workspace.load(REPO, environ=env), facts)
+    per_run = 50
+    with Ledger.open(home) as ledger:
+        conn = ledger._conn  # bulk insert: the API's one-transaction-per-row would time the setup, not the sign-off
+        for r in range(steps // per_run):
+            session = SESSIONS[r % len(SESSIONS)]
+            run_id = ledger.begin_run(session=session, argv=["nox", "-s", session], project="tinyinfer",
+                                      project_root=root, commit=facts.commit, branch=facts.branch, dirty=False,
+                                      identity=identity)
+            conn.execute("BEGIN")
+            conn.executemany(
+                "INSERT INTO steps (run_id, session, step, lane, target, host, board, commit_sha, dirty, command,"
+                " env, started, duration, exit_code, verdict, reason, log_path, project_key) VALUES"
+                " (?,?,?,?,?,?,?,?,?,?,'{}',?,?,?,?,?,?,?)",
+                [(run_id, session, f"{session}-step-{i}", session, f"t{i}", "local", None, facts.commit, 0,
+                  f"make step{i}", "2026-12-01T00:00:00", 0.1, 0, Verdict.PASS.value, None,
+                  f"logs/{facts.commit}/{i:064d}.log", identity.key) for i in range(per_run)])
+            conn.execute("COMMIT")
+            ledger.finish_run(run_id, "ok")
+        body = "".join(f"suite{i // 2500}\tcpu\tcase{i:07d}\t{i * 0.5:.3f}\n" for i in range(cells))
+        capture = home / "capture.cells"
+        capture.write_text("# relgate evidence\n" + body)
+        run_id = ledger.begin_run(session="gate", argv=["nox", "-s", "gate"], project="tinyinfer", project_root=root,
+                                  commit=facts.commit, branch=facts.branch, dirty=False, identity=identity)
+        step = ledger.begin_step(run_id=run_id, session="gate", step="kernels-cpu", lane="gate", target="kernels-cpu",
+                                 host="local", board=None, driver=None, toolkit=None, commit=facts.commit, dirty=False,
+                                 command="make test", cwd=str(root), env={}, log_path=None)
+        ledger.finish_step(step, verdict=Verdict.PASS, reason=None, exit_code=0, duration=1.0)
+        ledger.store_evidence(capture, step_id=step)
+        ledger.finish_run(run_id, "ok")
+        accept(ledger, commit=facts.commit, release="0.2.0", project=identity)
+        for who in ("ci-green", "maintainer-approval", "agent-checks"):
+            ledger.add_decision(project=identity.key, commit=facts.commit, dirty=False, item=who, kind="attest",
+                                by="bench", note=None)
+
+
+def digest(folder: Path) -> str:
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and not p.name.startswith(".")):
+        h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--steps", type=int, default=10_000)
+    ap.add_argument("--cells", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=5)
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory(prefix="relgate-bench-signoff-") as tmp:
+        root, env = make_project(Path(tmp), "tinyinfer")
+        env = {**env, "PYTHONPATH": str(REPO)}  # this checkout's relgate, whichever `pip install -e` points at
+        home = Path(env["RELGATE_HOME"])
+        t0 = time.perf_counter()
+        populate(home, root, args.steps, args.cells, env)
+        nox = [sys.executable, "-m", "nox", "-f", str(REPO / "noxfile.py")]
+        wall, _, done = timed([*nox, "-s", "evidence"], env)
+        if done.returncode != 0:
+            return failed("nox -s evidence", done)
+        print(f"ledger: {args.steps} steps, {args.cells} evidence cells (capture and baseline), evidence checked "
+              f"in {wall:.2f} s; setup {time.perf_counter() - t0:.1f} s")
+        cold, rerun, floor, cli, inproc, bare = [], [], [], [], [], []
+        reference = None
+        for r in range(args.rounds):
+            out = Path(tmp) / f"out{r}"
+            w, _, done = timed([*nox, "-s", "signoff", "--", "--out", str(out)], env)
+            if done.returncode not in (0, 1):  # 1: incomplete (the big ledger has no real host run); still timed
+                return failed("nox -s signoff (cold)", done)
+            cold.append(w)
+            first = digest(out)
+            w, _, done = timed([*nox, "-s", "signoff", "--", "--out", str(out)], env)
+            if done.returncode not in (0, 1) or "nothing new" not in done.stdout:
+                return failed("nox -s signoff (re-run)", done)
+            rerun.append(w)
+            if digest(out) != first or (reference is not None and first != reference):
+                print("MISS: a re-run with nothing new changed the files", file=sys.stderr)
+                return 1
+            reference = first
+            w, _, done = timed([*nox, "-l"], env)
+            floor.append(w)
+            w, _, done = timed([sys.executable, "-m", "relgate.cli", "--workspace", str(REPO), "signoff", "--out",
+                                str(out)], env)
+            if done.returncode not in (0, 1) or "nothing new" not in done.stdout:
+                return failed("relgate signoff (re-run)", done)
+            cli.append(w)
+            w, _, done = timed([sys.executable, "-c", "pass"], env)
+            bare.append(w)
+            w, _, done = timed([sys.executable, "-c", "import sys, time, io; from pathlib import Path;"
+                                "from relgate.manifest.workspace import Workspace;"
+                                "from relgate.signoff.stage import run_signoff; t=time.perf_counter();"
+                                f"run_signoff(Workspace.load(Path({str(REPO)!r})), out_dir=Path({str(out)!r}),"
+                                " out=io.StringIO()); print(time.perf_counter()-t)"], env)
+            if done.returncode != 0:
+                return failed("run_signoff in-process", done)
+            inproc.append(float(done.stdout.strip()))
+            print(f"round {r + 1}: cold {cold[-1]:.2f} s, re-run {rerun[-1]:.3f} s, nox -l {floor[-1]:.3f} s, "
+                  f"relgate signoff re-run {cli[-1]:.3f} s, in-process re-run {inproc[-1]:.3f} s, "
+                  f"python -c pass {bare[-1]:.3f} s")
+        med = {k: statistics.median(v) for k, v in
+               dict(cold=cold, rerun=rerun, floor=floor, cli=cli, inproc=inproc, bare=bare).items()}
+        print(f"cold nox -s signoff: {med['cold']:.2f} s (goal <= {GOAL_COLD} s) "
+              f"{'PASS' if med['cold'] <= GOAL_COLD else 'MISS'}")
+        print(f"re-run, nothing new: {med['rerun']:.3f} s (goal <= {GOAL_RERUN} s) "
+              f"{'PASS' if med['rerun'] <= GOAL_RERUN else 'MISS'}; identical bytes: yes")
+        print(f"floor: python -c pass {med['bare']:.3f} s; nox -l {med['floor']:.3f} s; relgate signoff re-run "
+              f"without nox {med['cli']:.3f} s; run_signoff in-process {med['inproc']:.3f} s; "
+              f"re-run / nox -l {med['rerun'] / med['floor']:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,149 @@
+"""``checklist.toml``: what the sign-off of a release must show, item by item.
+
+    [release]
+    version = "0.4.0"                  # default: project.version
+    boards = ["host:local"]            # the boards in scope (a host without a board: host:NAME)
+    backends = ["cpu"]                 # the backends in scope
+    notes = ["CHANGELOG.md"]           # release-notes files (default: project.changelog)
+    tag_requires = ["ci-green", "maintainer-approval"]   # attested before `nox -s tag`
+
+    [[item]]
+    id = "gate"
+    title = "Every gate target passed on every board"
+    auto = "lane:gate"                 # a predicate over the ledger (see AUTO_KINDS)
+    targets = ["kernels-cpu"]          # optional: only these steps of the lane
+    boards = []                        # optional: these boards instead of the release's; [] = wherever it ran
+
+    [[item]]
+    id = "cuda"
+    title = "CUDA backend tested"
+    auto = "lane:gate"
+    targets = ["kernels-cuda"]
+    applies = ["cuda"]                 # not applicable outside these backends
+    not_validated = "CUDA was not validated for this release."
+
+    [[item]]
+    id = "ci-green"
+    title = "CI is green on the release commit"
+    manual = true
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from relgate.manifest.schema import Checker, did_you_mean
+
+__all__ = ["AUTO_KINDS", "ChecklistItem", "ReleaseSpec", "ChecklistSpec", "parse_checklist"]
+
+# kind → whether it takes an argument after the colon
+AUTO_KINDS = {"session": True, "lane": True, "evidence": False, "package": False, "publish": False,
+              "measure": True, "quality": True, "warnings": False}
+_ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChecklistItem:
+    id: str
+    title: str
+    auto: str | None  # "lane:gate" …; None for a manual item
+    targets: tuple[str, ...] = ()
+    applies: tuple[str, ...] = ()  # backends; empty: always
+    not_validated: str | None = None
+    boards: tuple[str, ...] | None = None  # None: the release's boards; (): wherever it ran
+
+    @property
+    def manual(self) -> bool:
+        return self.auto is None
+
+    @property
+    def auto_kind(self) -> tuple[str, str | None]:
+        assert self.auto is not None
+        kind, _, arg = self.auto.partition(":")
+        return kind, arg or None
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReleaseSpec:
+    version: str
+    boards: tuple[str, ...]
+    backends: tuple[str, ...]
+    notes: tuple[str, ...]  # paths relative to the project root
+    tag_requires: tuple[str, ...]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChecklistSpec:
+    release: ReleaseSpec
+    items: tuple[ChecklistItem, ...]
+    source: Path
+
+    def item(self, item_id: str) -> ChecklistItem | None:
+        return next((i for i in self.items if i.id == item_id), None)
+
+
+def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", changelog: str = "CHANGELOG.md",
+                    measures: tuple[str, ...] | None = None, quality: tuple[str, ...] | None = None
+                    ) -> ChecklistSpec:
+    """``measures``/``quality``: the names measurements.toml declares (None: not checked)."""
+    c = Checker(path)
+    c.keys(data, "", ("release", "item"), required=("release", "item"))
+    rel = c.get(data, "", "release", dict, {})
+    c.keys(rel, "release", ("version", "boards", "backends", "notes", "tag_requires"), required=("boards",))
+    boards = tuple(c.string_list(rel, "release", "boards"))
+    if "boards" in rel and not boards:
+        c.problem("release.boards", "name at least one board (a host without a board: \"host:NAME\")")
+    backends = tuple(c.string_list(rel, "release", "backends"))
+    items: list[ChecklistItem] = []
+    seen: set[str] = set()
+    for i, t in c.array_of_tables(data, "", "item").items():
+        prefix = f"item[{i}]"
+        c.keys(t, prefix, ("id", "title", "auto", "manual", "targets", "applies", "not_validated", "boards"),
+               required=("id", "title"))
+        item_id = c.get(t, prefix, "id", str, "")
+        if item_id and not _ID.match(item_id):
+            c.problem(f"{prefix}.id", f'"{item_id}" is not an id (lower case, digits, - _ .)')
+        if item_id in seen:
+            c.problem(f"{prefix}.id", f'duplicate id "{item_id}"')
+        seen.add(item_id)
+        auto, manual = c.get(t, prefix, "auto", str), c.get(t, prefix, "manual", bool, False)
+        if (auto is None) == (not manual):
+            c.problem(prefix, 'an item is either auto = "KIND[:NAME]" or manual = true')
+        if auto is not None:
+            kind, _, arg = auto.partition(":")
+            if kind not in AUTO_KINDS:
+                c.problem(f"{prefix}.auto", f'unknown predicate "{kind}"{did_you_mean(kind, AUTO_KINDS)} '
+                                            f"(one of {', '.join(AUTO_KINDS)})")
+            elif AUTO_KINDS[kind] and not arg:
+                c.problem(f"{prefix}.auto", f'"{kind}" needs a name: "{kind}:NAME"')
+            elif not AUTO_KINDS[kind] and arg:
+                c.problem(f"{prefix}.auto", f'"{kind}" takes no name')
+            elif kind == "measure" and measures is not None and arg not in measures:
+                c.problem(f"{prefix}.auto", f"measurements.toml declares no measure.{arg}{did_you_mean(arg, measures)}")
+            elif kind == "quality" and quality is not None and arg not in quality:
+                c.problem(f"{prefix}.auto", f"measurements.toml declares no quality.{arg}{did_you_mean(arg, quality)}")
+        applies = tuple(c.string_list(t, prefix, "applies"))
+        not_validated = c.get(t, prefix, "not_validated", str)
+        if not_validated is not None and not not_validated.strip():
+            c.problem(f"{prefix}.not_validated", "must hold the text the release notes carry")
+        items.append(ChecklistItem(id=item_id, title=c.get(t, prefix, "title", str, ""), auto=auto,
+                                   targets=tuple(c.string_list(t, prefix, "targets")), applies=applies,
+                                   not_validated=not_validated,
+                                   boards=tuple(c.string_list(t, prefix, "boards")) if "boards" in t else None))
+    default_tag = tuple(i for i in ("ci-green", "maintainer-approval") if i in seen)
+    tag_requires = tuple(c.string_list(rel, "release", "tag_requires")) if "tag_requires" in rel else default_tag
+    for j, item_id in enumerate(tag_requires):
+        if item_id not in seen:
+            c.problem(f"release.tag_requires[{j}]", f'no item "{item_id}"{did_you_mean(item_id, seen)}')
+        elif not next(i for i in items if i.id == item_id).manual:
+            c.problem(f"release.tag_requires[{j}]", f'"{item_id}" is not a manual item (a person attests it)')
+    notes = tuple(c.string_list(rel, "release", "notes")) if "notes" in rel else (changelog,)
+    c.raise_if_problems()
+    return ChecklistSpec(release=ReleaseSpec(version=c.get(rel, "release", "version", str, version) or version,
+                                             boards=boards, backends=backends, notes=notes,
+                                             tag_requires=tag_requires),
+                         items=tuple(items), source=Path(path))

@@ -1,0 +1,265 @@
+"""The checklist, evaluated for the candidate: each item passed, failed, missing, attested,
+skipped, not-validated or not-applicable, with the reason and the ledger rows behind it.
+
+Auto items are predicates over the ledger for this project and candidate (rows of another
+commit, or from a dirty tree, never count); manual items need a person's attestation.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from relgate.core.verdict import Verdict
+from relgate.evidence.baselines import board_key
+from relgate.ledger.store import DecisionRow, EvidenceRow, StepRow
+from relgate.manifest.checklist import ChecklistItem, ChecklistSpec
+from relgate.signoff.candidate import Candidate
+from relgate.signoff.compare import BLOCK, RERUN, Comparison
+from relgate.signoff.quality import QualityReport
+
+__all__ = ["STATUSES", "DONE", "ItemResult", "Facts", "evaluate_item", "evaluate", "describe"]
+
+STATUSES = ("passed", "failed", "missing", "attested", "skipped", "not-validated", "not-applicable")
+DONE = frozenset({"passed", "attested", "skipped", "not-validated", "not-applicable"})
+
+
+@dataclass(frozen=True, kw_only=True)
+class ItemResult:
+    item: ChecklistItem
+    status: str
+    reason: str
+    steps: tuple[StepRow, ...] = ()  # the ledger rows the status rests on
+    decision: DecisionRow | None = None
+    runs: tuple[tuple[DecisionRow, StepRow | None], ...] = ()  # manual runs linked to the item
+    overridden: str | None = None  # a skip over a failure: what failed
+
+    @property
+    def done(self) -> bool:
+        return self.status in DONE
+
+
+@dataclass(frozen=True, kw_only=True)
+class Facts:
+    """Everything the predicates look at, read once."""
+
+    candidate: Candidate
+    steps: Sequence[StepRow]  # the project's steps at the candidate's commits (clean and dirty)
+    other_commits: Mapping[str, str] = field(default_factory=dict)  # session or lane → a commit it ran at elsewhere
+    decisions: Sequence[DecisionRow] = ()
+    evidence: Sequence[EvidenceRow] = ()  # captures at the candidate's commits
+    comparisons: Mapping[str, Comparison] = field(default_factory=dict)
+    quality: Mapping[str, QualityReport] = field(default_factory=dict)
+    steps_by_id: Mapping[int, StepRow] = field(default_factory=dict)
+
+
+def _board(row: StepRow) -> str:
+    return board_key(row.board, row.host)
+
+
+def _label(row: StepRow) -> str:
+    return f"{row.session}/{row.step}"
+
+
+def _why(row: StepRow) -> str:
+    return f"{_label(row)} on {_board(row)}: {row.verdict.value}" + (f" ({row.reason})" if row.reason else "")
+
+
+def _never(facts: Facts, what: str, rows: Sequence[StepRow]) -> str:
+    if any(r.dirty for r in rows):
+        return f"{what}: only from a dirty tree at this commit (dirty-tree evidence never counts); commit and rerun"
+    elsewhere = facts.other_commits.get(what)
+    if elsewhere:
+        return f"{what}: only at another commit ({elsewhere[:12]}); rerun at {facts.candidate.commit[:12]}"
+    return f"{what}: never run for {facts.candidate.commit[:12]}"
+
+
+def _per_board(facts: Facts, rows: Sequence[StepRow], what: str, boards: Sequence[str] | None,
+               names: Sequence[str]) -> tuple[str, str, tuple[StepRow, ...]]:
+    """The latest clean row of every step (``names``, else every step seen) on every board
+    (``boards``; None: wherever it ran): all pass → passed."""
+    clean = [r for r in rows if facts.candidate.counts(r.commit_sha, r.dirty)]
+    if not clean:
+        return "missing", _never(facts, what, rows), ()
+    wanted = list(names) or list(dict.fromkeys(r.step for r in clean))
+    used: list[StepRow] = []
+    failed: list[str] = []
+    missing: list[str] = []
+    for name in wanted:
+        mine = [r for r in clean if r.step == name or r.target == name]
+        if not mine:
+            missing.append(f"{what}/{name}: never run for {facts.candidate.commit[:12]}")
+            continue
+        for board in boards if boards is not None else list(dict.fromkeys(_board(r) for r in mine)):
+            here = [r for r in mine if _board(r) == board or r.verdict is Verdict.NOT_RUN]
+            if not here:
+                missing.append(f"{_label(mine[-1])}: not run on {board}")
+                continue
+            row = here[-1]
+            used.append(row)
+            if row.verdict is Verdict.NOT_RUN:  # nothing could run it: missing, not failed
+                missing.append(f"{_label(row)} on {board}: not run ({row.reason})")
+            elif row.verdict is not Verdict.PASS:
+                failed.append(_why(row))
+    if failed:
+        return "failed", "; ".join(failed), tuple(used)
+    if missing:
+        return "missing", "; ".join(missing), tuple(used)
+    where = f" on {', '.join(boards)}" if boards else ""
+    return "passed", f"{len(used)} step(s) passed{where}", tuple(used)
+
+
+def _evidence(facts: Facts, boards: Sequence[str]) -> tuple[str, str, tuple[StepRow, ...]]:
+    rows = [r for r in facts.steps if r.session == "evidence"]
+    clean = [r for r in rows if facts.candidate.counts(r.commit_sha, r.dirty)]
+    if not clean:
+        return "missing", _never(facts, "evidence", rows) + " (nox -s evidence)", ()
+    last_capture = max((e.step_id for e in facts.evidence if not e.dirty), default=0)
+    used, failed, missing = [], [], []
+    for board in boards:
+        mine = [r for r in clean if r.target == board]
+        if not mine:
+            missing.append(f"evidence on {board}: not checked (no capture or baseline on this board)")
+            continue
+        row = mine[-1]
+        if row.verdict is Verdict.NOT_RUN:
+            # "No capture at this commit" after a commit that changed only the release notes says nothing
+            # against the check of the qualified commit: that one stands.
+            earlier = [r for r in mine if r.commit_sha != row.commit_sha and r.verdict is not Verdict.NOT_RUN]
+            row = earlier[-1] if earlier else row
+        used.append(row)
+        if row.id < last_capture:
+            missing.append(f"evidence on {board}: checked before the latest capture (step #{last_capture}); "
+                           "run nox -s evidence again")
+        elif row.verdict is Verdict.NOT_RUN:
+            missing.append(f"evidence on {board}: not compared ({row.reason})")
+        elif row.verdict is not Verdict.PASS:
+            failed.append(f"evidence on {board}: {row.verdict.value}" + (f" ({row.reason})" if row.reason else ""))
+    stale = [r for r in clean if r.step == "intentional-changes"]
+    if stale and stale[-1].verdict is not Verdict.PASS:
+        failed.append(f"intentional.toml: {stale[-1].verdict.value} ({stale[-1].reason or 'stale entries'})")
+    if failed:
+        return "failed", "; ".join(failed), tuple(used)
+    if missing:
+        return "missing", "; ".join(missing), tuple(used)
+    return "passed", f"clean against the accepted baseline on {', '.join(boards)}", tuple(used)
+
+
+def _warnings(facts: Facts) -> tuple[str, str, tuple[StepRow, ...]]:
+    clean = [r for r in facts.steps if facts.candidate.counts(r.commit_sha, r.dirty)]
+    if not any(r.session == "host" for r in clean):
+        return "missing", _never(facts, "host", [r for r in facts.steps if r.session == "host"]), ()
+    latest: dict[tuple[str, str, str], StepRow] = {}
+    for row in clean:
+        latest[(row.session, row.step, _board(row))] = row
+    warned = [r for r in latest.values() if r.warning_count]
+    if warned:
+        return "failed", "; ".join(f"{_label(r)} on {_board(r)}: {r.warning_count} warning(s)" for r in warned), \
+            tuple(warned)
+    return "passed", f"no warnings in the latest {len(latest)} step(s)", ()
+
+
+def _measure(facts: Facts, name: str) -> tuple[str, str, tuple[StepRow, ...]]:
+    comp = facts.comparisons.get(name)
+    if comp is None:
+        return "missing", f"measure {name}: not compared", ()
+    verdicts = [(b.board, b.verdict) for b in comp.boards]
+    text = "; ".join(f"{board}: {v}" for board, v in verdicts)
+    if any(v == BLOCK for _, v in verdicts):
+        return "failed", text, ()
+    if any(v == RERUN or v.startswith("not measured") for _, v in verdicts):
+        return "missing", text, ()
+    return "passed", text, ()
+
+
+def _quality(facts: Facts, name: str) -> tuple[str, str, tuple[StepRow, ...]]:
+    report = facts.quality.get(name)
+    if report is None:
+        return "missing", f"quality {name}: not checked", ()
+    broken = [f"{b.board}: {r.band.display()} broken ({r.value:g})" for b in report.boards for r in b.results
+              if not r.held]
+    if broken:
+        return "failed", "; ".join(broken), ()
+    unmeasured = [f"{b.board}: {b.verdict}" for b in report.boards if b.not_measured]
+    if unmeasured:
+        return "missing", "; ".join(unmeasured), ()
+    return "passed", "; ".join(f"{b.board}: every band held" for b in report.boards), ()
+
+
+def _auto(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> tuple[str, str, tuple[StepRow, ...]]:
+    kind, arg = item.auto_kind
+    boards = spec.release.boards if item.boards is None else item.boards
+    where = boards or None  # boards = []: wherever it ran
+    if kind == "session":
+        return _per_board(facts, [r for r in facts.steps if r.session == arg], arg or "", where, item.targets)
+    if kind == "lane":
+        return _per_board(facts, [r for r in facts.steps if r.lane == arg], arg or "", where, item.targets)
+    if kind in ("package", "publish"):
+        session = "package_verify" if kind == "package" else "publish_dry_run"
+        return _per_board(facts, [r for r in facts.steps if r.session == session], session, None, item.targets)
+    if kind == "evidence":
+        return _evidence(facts, boards or spec.release.boards)
+    if kind == "warnings":
+        return _warnings(facts)
+    if kind == "measure":
+        return _measure(facts, arg or "")
+    return _quality(facts, arg or "")
+
+
+def evaluate_item(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> ItemResult:
+    backends = spec.release.backends
+    if item.applies and not set(item.applies) & set(backends):
+        return ItemResult(item=item, status="not-applicable",
+                          reason=f"applies to {', '.join(item.applies)}; this release's backends are "
+                                 f"{', '.join(backends) or 'none'}")
+    mine = [d for d in facts.decisions if d.item == item.id and d.commit_sha in facts.candidate.same_tree]
+    runs = tuple((d, facts.steps_by_id.get(d.step_id or -1)) for d in mine if d.kind == "run")
+    decisions = [d for d in mine if d.kind != "run"]
+    decision = decisions[-1] if decisions else None
+    if item.manual:
+        status, reason, steps = "missing", f"needs an attestation: relgate attest {item.id} --by NAME", ()
+    else:
+        status, reason, steps = _auto(item, facts, spec)
+    if status == "passed":
+        return ItemResult(item=item, status=status, reason=reason, steps=steps, runs=runs)
+    if decision is not None and decision.kind == "attest" and item.manual:
+        note = f": {decision.note}" if decision.note else ""
+        return ItemResult(item=item, status="attested", reason=f"attested by {decision.by}{note}", steps=steps,
+                          decision=decision, runs=runs)
+    if decision is not None and decision.kind == "skip":
+        failed = f" (it ran and {status}: {reason})" if status == "failed" else ""
+        return ItemResult(item=item, status="skipped", reason=f"skipped by {decision.by or 'a maintainer'}: "
+                          f"{decision.note}{failed}", steps=steps, decision=decision, runs=runs,
+                          overridden=reason if failed else None)
+    if decision is not None and decision.kind == "not-validated" and status == "failed":
+        # "Not validated" says it did not run; this one ran and failed. Only a skip, with its reason, passes it.
+        return ItemResult(item=item, status=status, reason=f"{reason} (marked not validated, but it ran and failed: "
+                          "fix it, or skip it with a reason)", steps=steps, decision=decision, runs=runs)
+    if decision is not None and decision.kind == "not-validated":
+        return ItemResult(item=item, status="not-validated", reason=item.not_validated or "", steps=steps,
+                          decision=decision, runs=runs)
+    return ItemResult(item=item, status=status, reason=reason, steps=steps, runs=runs)
+
+
+def evaluate(spec: ChecklistSpec, facts: Facts) -> list[ItemResult]:
+    return [evaluate_item(item, facts, spec) for item in spec.items]
+
+
+def describe(result: ItemResult) -> dict[str, Any]:
+    """An item as ``signoff.json`` carries it."""
+    out: dict[str, Any] = {"id": result.item.id, "title": result.item.title, "status": result.status,
+                           "reason": result.reason, "kind": "manual" if result.item.manual else result.item.auto,
+                           "links": [{"step": r.id, "run": r.run_id, "session": r.session, "name": r.step,
+                                      "board": _board(r), "verdict": r.verdict.value, "log": r.log_path}
+                                     for r in result.steps]}
+    if result.decision is not None:
+        d = result.decision
+        out["decision"] = {"kind": d.kind, "by": d.by, "note": d.note, "commit": d.commit_sha, "at": d.created}
+    if result.runs:
+        out["runs"] = [{"by": d.by, "note": d.note, "step": s.id if s else d.step_id,
+                        "command": s.command if s else None, "exit": s.exit_code if s else None,
+                        "verdict": s.verdict.value if s else None, "dirty": s.dirty if s else None,
+                        "host": s.host if s else None, "board": _board(s) if s else None,
+                        "log": s.log_path if s else None} for d, s in result.runs]
+    return out

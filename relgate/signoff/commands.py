@@ -1,0 +1,144 @@
+"""The sign-off's command-line commands (``relgate measure add|compare``, ``attest``, ``skip``,
+``run``, ``signoff``, ``tag``, ``compare``, ``verify-signoff``), registered by the CLI."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from relgate.core.errors import InputError
+from relgate.manifest.workspace import Workspace
+
+__all__ = ["add_parsers", "COMMANDS"]
+
+Loader = Callable[[argparse.Namespace], Workspace]
+
+
+def _meta(pairs: list[str]) -> dict[str, str]:
+    out = {}
+    for pair in pairs:
+        k, sep, v = pair.partition("=")
+        if not sep or not k.strip():
+            raise InputError(f"--meta {pair}: expected KEY=VALUE")
+        out[k.strip()] = v.strip()
+    return out
+
+
+def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+    me = sub.add_parser("measure", help="measurement batches: add rows measured elsewhere, compare")
+    msub = me.add_subparsers(dest="measure_command", required=True, metavar="ACTION")
+    add = msub.add_parser("add", help="record a file of rows (a tracked baseline CSV) as one batch")
+    add.add_argument("name", metavar="NAME", help="a [measure.NAME] or [quality.NAME] of measurements.toml")
+    add.add_argument("file", type=Path, metavar="FILE")
+    add.add_argument("--board", required=True, help="the board the rows were measured on")
+    side = add.add_mutually_exclusive_group(required=True)
+    side.add_argument("--release", metavar="VERSION", help="rows of that release (the previous one)")
+    side.add_argument("--candidate", action="store_true", help="rows of this project's current commit")
+    add.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata of every row")
+    cmp_ = msub.add_parser("compare", help="previous release against the candidate, per board "
+                                           "(exit 0 fine, 1 blocks, 3 rerun needed, 2 bad input)")
+    cmp_.add_argument("names", nargs="+", metavar="NAME")
+    cmp_.add_argument("--board", help="only this board")
+    run = sub.add_parser("compare", help="measure (with --previous REF: REF and the candidate interleaved), "
+                                         "then compare (same as nox -s compare)")
+    run.add_argument("names", nargs="*", metavar="NAME")
+    run.add_argument("--previous", metavar="REF", help="build REF in its own worktree and measure it too")
+    run.add_argument("--board", help="compare only this board")
+    at = sub.add_parser("attest", help="attest a manual checklist item for the candidate commit")
+    at.add_argument("item", metavar="ITEM")
+    at.add_argument("--by", required=True, metavar="NAME")
+    at.add_argument("--note")
+    sk = sub.add_parser("skip", help="skip a checklist item for the candidate commit, with the reason")
+    sk.add_argument("item", metavar="ITEM")
+    sk.add_argument("--reason")
+    sk.add_argument("--by", metavar="NAME")
+    sk.add_argument("--not-validated", action="store_true",
+                    help="choose the item's not_validated text (it goes into the changelog section)")
+    mr = sub.add_parser("run", help="a manual run as a ledger step, linked to a checklist item: run [--item ITEM] "
+                                    "-- CMD …")
+    mr.add_argument("--item", metavar="ITEM")
+    mr.add_argument("--note", help="what a reader needs (model file, context size, non-default flags)")
+    mr.add_argument("--by", metavar="NAME")
+    mr.add_argument("cmd", nargs=argparse.REMAINDER, metavar="-- CMD")
+    so = sub.add_parser("signoff", help="evaluate the checklist for the candidate, write signoff.md/.json and the "
+                                        "changelog section (same as nox -s signoff)")
+    so.add_argument("--out", type=Path, metavar="DIR", help="where to write (default: HOME/signoff)")
+    so.add_argument("--changelog", action="store_true", help="also put the section into the project's changelog")
+    tg = sub.add_parser("tag", help="create the annotated tag v{version} for a complete sign-off (nox -s tag)")
+    tg.add_argument("--out", type=Path, metavar="DIR", help="the sign-off folder (default: HOME/signoff)")
+    tg.add_argument("--key", type=Path, help="SSH private key to sign with (default: $RELGATE_SIGNING_KEY)")
+    vs = sub.add_parser("verify-signoff", help="check a signed signoff.json offline (exit 0 good, 1 bad, 2 input)")
+    vs.add_argument("file", type=Path, metavar="FILE")
+    vs.add_argument("--allowed-signers", type=Path, required=True, metavar="FILE")
+    vs.add_argument("--signature", type=Path, metavar="FILE.sig", help="default: FILE.sig")
+
+
+def _measure(args: argparse.Namespace, load: Loader) -> int:
+    ws = load(args)
+    if args.measure_command == "add":
+        from relgate.signoff.measurements import add_measurements
+
+        batch, rows = add_measurements(ws, args.name, args.file, board=args.board, release=args.release,
+                                       candidate=args.candidate, meta=_meta(args.meta))
+        whose = f"release {args.release}" if args.release else "the candidate"
+        print(f"{args.name}: batch #{batch}, {rows} row(s) of {whose} on {args.board}")
+        return 0
+    from relgate.signoff.measure_stage import compare_recorded
+
+    return compare_recorded(ws, args.names, board=args.board)
+
+
+def _compare(args: argparse.Namespace, load: Loader) -> int:
+    from relgate.signoff.measure_stage import run_compare
+
+    return run_compare(load(args), args.names, previous=args.previous, board=args.board, argv=sys.argv)
+
+
+def _attest(args: argparse.Namespace, load: Loader) -> int:
+    from relgate.signoff.decisions import attest
+
+    return attest(load(args), args.item, by=args.by, note=args.note)
+
+
+def _skip(args: argparse.Namespace, load: Loader) -> int:
+    from relgate.signoff.decisions import skip
+
+    return skip(load(args), args.item, reason=args.reason, by=args.by, not_validated=args.not_validated)
+
+
+def _run(args: argparse.Namespace, load: Loader) -> int:
+    from relgate.signoff.decisions import manual_run
+
+    cmd = args.cmd[1:] if args.cmd[:1] == ["--"] else args.cmd
+    summary = manual_run(load(args), cmd, item_id=args.item, note=args.note, by=args.by, argv=sys.argv)
+    return 0 if summary.ok() else 1
+
+
+def _signoff(args: argparse.Namespace, load: Loader) -> int:
+    from relgate.signoff.stage import run_signoff, write_changelog
+
+    ws = load(args)
+    result = run_signoff(ws, out_dir=args.out)
+    if args.changelog:
+        write_changelog(ws, result)
+    return 0 if result.complete else 1
+
+
+def _tag(args: argparse.Namespace, load: Loader) -> int:
+    from relgate.signoff.tag import run_tag
+
+    run_tag(load(args), out_dir=args.out, key=args.key)
+    return 0
+
+
+def _verify(args: argparse.Namespace, load: Loader) -> int:
+    from relgate.signoff.tag import verify_signoff
+
+    return verify_signoff(args.file, allowed_signers=args.allowed_signers, signature=args.signature)
+
+
+COMMANDS: dict[str, Callable[[argparse.Namespace, Loader], int]] = {
+    "measure": _measure, "compare": _compare, "attest": _attest, "skip": _skip, "run": _run,
+    "signoff": _signoff, "tag": _tag, "verify-signoff": _verify}

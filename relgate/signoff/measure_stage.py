@@ -1,0 +1,96 @@
+"""``relgate measure compare`` and ``nox -s compare``: the comparison printed per board, and
+its exit status (0 nothing blocks or needs a rerun, 1 something blocks, 3 a rerun is needed)."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from relgate.core.errors import InputError
+from relgate.ledger.gitfacts import read_git_facts
+from relgate.ledger.identity import project_identity
+from relgate.ledger.store import Ledger
+from relgate.manifest.measures import MeasureSpec, QualitySpec
+from relgate.manifest.workspace import Workspace
+from relgate.run.console import render_table
+from relgate.signoff.candidate import candidate_of
+from relgate.signoff.collect import measure, spec_of
+from relgate.signoff.compare import BLOCK, Comparison, compare, exit_code
+from relgate.signoff.quality import QualityReport, check_quality
+from relgate.signoff.report import row_label
+
+__all__ = ["compare_recorded", "run_compare", "print_comparison", "print_quality"]
+
+
+def print_comparison(comp: Comparison, spec: MeasureSpec, out: TextIO) -> None:
+    for b in comp.boards:
+        print(f"{comp.measure} on {b.board}: {b.verdict}", file=out)
+        if b.previous is not None and b.candidates:
+            print(f"  previous: release {b.previous.release} (batch #{b.previous.id}); candidate batch(es): "
+                  + ", ".join(f"#{c.id}" for c in b.candidates), file=out)
+        rows = [(row_label(r.key, spec.key), r.metric, r.direction, f"{r.previous:.4g}",
+                 " -> ".join(f"{v:.4g}" for v in r.candidates), f"{r.ratio:.3f}", r.verdict, r.reason)
+                for r in b.results]
+        if rows:
+            for line in render_table(("row", "metric", "better", "previous", "candidate", "ratio", "verdict", "why"),
+                                     rows):
+                print("  " + line, file=out)
+
+
+def print_quality(rep: QualityReport, out: TextIO) -> None:
+    for b in rep.boards:
+        print(f"{rep.name} on {b.board}: {b.verdict}", file=out)
+        for r in b.results:
+            prev = f" (previous {r.previous:g})" if r.previous is not None else ""
+            print(f"  {r.band.display()}: {r.value:g}{prev} {'held' if r.held else 'BROKEN'}", file=out)
+
+
+def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None = None,
+                     out: TextIO = sys.stdout) -> int:
+    """Compare what the ledger holds; the exit status of the policy."""
+    specs = [spec_of(ws, n) for n in names]
+    facts = read_git_facts(ws.project.root)
+    notes = ws.checklist.release.notes if ws.checklist is not None else \
+        ((str(ws.project.changelog.relative_to(ws.project.root)),) if ws.project.changelog else ())
+    version = ws.checklist.release.version if ws.checklist is not None else ws.project.version
+    comps: list[Comparison] = []
+    broken = False
+    project = project_identity(ws, facts).key
+    with Ledger.open(ws.home) as ledger:
+        cand = candidate_of(facts, project_root=ws.project.root, notes=notes,
+                            known=ledger.project_commits(project=project))
+        if cand.dirty:
+            print("the tree is dirty: batches measured from it do not count (commit, then measure)", file=out)
+        for spec in specs:
+            boards = [board] if board else ()
+            if isinstance(spec, QualitySpec):
+                rep = check_quality(ledger, spec, project=project, counts=cand.counts, boards=boards)
+                print_quality(rep, out)
+                broken |= any(b.verdict == BLOCK for b in rep.boards)
+                continue
+            comp = compare(ledger, spec, project=project, counts=cand.counts, boards=boards,
+                           exclude_release=version)
+            if not comp.boards:
+                raise InputError(f"measure {spec.name}: nothing recorded"
+                                 + (f" on board {board}" if board else "")
+                                 + " (relgate measure add, or nox -s compare)")
+            print_comparison(comp, spec, out)
+            comps.append(comp)
+    code = exit_code(comps)
+    return 1 if broken else code
+
+
+def run_compare(ws: Workspace, names: Sequence[str], *, previous: str | None = None, board: str | None = None,
+                argv: Sequence[str] = (), out: TextIO = sys.stdout) -> int:
+    """``nox -s compare [-- NAME …] [--previous REF]``: measure, then compare."""
+    if ws.measurements is None:
+        raise InputError(f"{ws.manifests_dir}: no measurements.toml")
+    names = list(names) or [*ws.measurements.measures, *ws.measurements.quality]
+    summary, batches = measure(ws, names, previous=previous, argv=argv, out=out)
+    print(file=out)
+    code = compare_recorded(ws, names, board=board, out=out)
+    if not summary.ok():
+        print("a measuring run did not pass: its batch was not recorded (see the table above)", file=out)
+        return 1
+    return code

@@ -1,0 +1,187 @@
+"""Measurement rows: read them as the project writes them (CSV/TSV with a BOM and CRLF,
+JSON lines, scorer ``kv`` lines), check the required metadata, record them as one batch.
+
+A row is named by its key columns; its metrics are numbers; every other column is
+metadata. relgate fills what it knows (board, driver, toolkit, host, commit, dirty); a
+row still missing a required field is refused, naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from relgate.core.errors import InputError
+from relgate.ledger.store import Ledger
+from relgate.manifest.measures import MeasureSpec, QualitySpec
+
+__all__ = ["Row", "parse_records", "parse_rows", "record_batch", "metrics_of", "add_measurements"]
+
+Spec = MeasureSpec | QualitySpec
+
+
+@dataclass(frozen=True, kw_only=True)
+class Row:
+    line: int
+    key: tuple[str, ...]
+    metrics: Mapping[str, float]
+    metadata: Mapping[str, str]
+
+
+def metrics_of(spec: Spec) -> tuple[str, ...]:
+    return tuple(spec.metrics) if isinstance(spec, MeasureSpec) else tuple(b.metric for b in spec.bands)
+
+
+def _text(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8-sig")  # a UTF-8 BOM is read as it is
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{source}: not UTF-8 (byte {exc.start})") from None
+
+
+def parse_records(data: bytes, *, fmt: str, source: str, select: Sequence[str] = (),
+                  merge: bool = False) -> list[tuple[int, dict[str, str]]]:
+    """``(line, column → text)`` per record; CRLF and LF alike, ``#`` and blank lines skipped.
+    ``merge``: every record folded into one (a scorer's summary lines make one row)."""
+    lines = _text(data, source).splitlines()
+    out: list[tuple[int, dict[str, str]]] = []
+    if fmt in ("csv", "tsv"):
+        body = [(n, line) for n, line in enumerate(lines, 1) if line.strip() and not line.lstrip().startswith("#")]
+        if not body:
+            return []
+        rows = list(csv.reader([line for _, line in body], delimiter="," if fmt == "csv" else "\t"))
+        header = [h.strip() for h in rows[0]]
+        if len(set(header)) != len(header) or not all(header):
+            raise InputError(f"{source}:{body[0][0]}: the header names a column twice or leaves one unnamed")
+        for (n, _), cells in zip(body[1:], rows[1:]):
+            if len(cells) != len(header):
+                raise InputError(f"{source}:{n}: {len(cells)} columns, the header has {len(header)}")
+            out.append((n, {h: c.strip() for h, c in zip(header, cells)}))
+    elif fmt == "jsonl":
+        for n, line in enumerate(lines, 1):
+            if not line.strip() or line.lstrip().startswith("#"):
+                continue
+            try:
+                obj = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"{source}:{n}: not JSON: {exc.msg}") from None
+            if not isinstance(obj, dict):
+                raise InputError(f"{source}:{n}: expected a JSON object per line")
+            out.append((n, {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in obj.items()}))
+    else:  # kv: `summary cases=100 first_match=95 …`; the first bare word says what the line is
+        for n, line in enumerate(lines, 1):
+            words = line.split()
+            pairs = [w.split("=", 1) for w in words if "=" in w]
+            if not pairs:
+                continue
+            kind = words[0] if "=" not in words[0] else ""
+            if select and kind not in select:
+                continue
+            out.append((n, {k: v for k, v in pairs}))
+    if merge and out:
+        merged: dict[str, str] = {}
+        for _, record in out:
+            merged.update(record)
+        return [(out[0][0], merged)]
+    return out
+
+
+def _number(text: str) -> float | None:
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def parse_rows(data: bytes, spec: Spec, *, source: str, known: Mapping[str, str]) -> list[Row]:
+    """The rows of one run's output; ``known`` is what relgate fills (board, commit, …) and
+    what the batch was given (``--meta``); a row's own column wins over neither: a row that
+    contradicts the board it was measured on is refused too."""
+    records = parse_records(data, fmt=spec.format, source=source, select=spec.select, merge=not spec.key)
+    metrics = metrics_of(spec)
+    rows = []
+    for n, record in records:
+        where = f"{source}:{n}"
+        for column in spec.key:
+            if not record.get(column, "").strip():
+                raise InputError(f'{where}: missing key column "{column}" (the key is {", ".join(spec.key)})')
+        values: dict[str, float] = {}
+        for metric in metrics:
+            if metric not in record:
+                raise InputError(f'{where}: missing metric "{metric}"')
+            value = _number(record[metric])
+            if value is None:
+                raise InputError(f'{where}: metric "{metric}" is not a number: "{record[metric]}"')
+            values[metric] = value
+        meta = {k: v for k, v in record.items() if k not in spec.key and k not in metrics}
+        if "board" in meta and known.get("board") and meta["board"] != known["board"]:
+            raise InputError(f'{where}: board "{meta["board"]}" but the batch is for board "{known["board"]}" '
+                             "(boards are never merged)")
+        meta = {**{k: v for k, v in known.items() if v}, **{k: v for k, v in meta.items() if v}}
+        for field in spec.metadata:
+            if not meta.get(field, "").strip():
+                raise InputError(f'{where}: missing required metadata "{field}" '
+                                 f"(a column, or --meta {field}=…)")
+        rows.append(Row(line=n, key=tuple(record[k] for k in spec.key), metrics=values, metadata=meta))
+    if not rows:
+        raise InputError(f"{source}: no measurement rows"
+                         + (f" (lines starting with {', '.join(spec.select)})" if spec.select else ""))
+    return rows
+
+
+def record_batch(ledger: Ledger, spec: Spec, runs: Sequence[Sequence[Row]], *, project: str, side: str,
+                 board: str, release: str | None, commit: str | None, dirty: bool, host: str | None,
+                 metadata: Mapping[str, str], warmup: int, source: str, run_id: str | None = None,
+                 raw: bytes | None = None) -> int:
+    """Store one batch: ``runs[i]`` are the rows of run ``i`` (warm-up runs included, marked by index)."""
+    sha = path = None
+    if raw is not None:
+        sha, path = ledger.store_blob(raw, kind="measurement", suffix=".rows")
+    batch: dict[str, Any] = dict(project=project, measure=spec.name,
+                                 kind="measure" if isinstance(spec, MeasureSpec) else "quality", side=side,
+                                 release=release, commit_sha=commit, dirty=dirty, board=board, host=host,
+                                 metadata=dict(metadata), warmup=warmup, run_id=run_id, source=source,
+                                 sha256=sha, path=path)
+    rows = [(i, list(r.key), dict(r.metrics), dict(r.metadata)) for i, run in enumerate(runs) for r in run]
+    return ledger.add_batch(batch, rows)
+
+
+def add_measurements(ws: Any, name: str, file: Path, *, board: str, release: str | None, candidate: bool,
+                     meta: Mapping[str, str]) -> tuple[int, int]:
+    """``relgate measure add``: rows measured elsewhere (a tracked baseline CSV of the last
+    release, or the candidate measured on another machine) as one batch; returns (batch id, rows)."""
+    from relgate.ledger.gitfacts import read_git_facts
+    from relgate.ledger.identity import project_identity
+    from relgate.signoff.collect import source_hash, spec_of
+
+    spec = spec_of(ws, name)
+    if (release is None) == (not candidate):
+        raise InputError("measure add: say whose rows these are: --release VERSION or --candidate")
+    if not board.strip():
+        raise InputError("measure add: --board names the board the rows were measured on")
+    try:
+        data = Path(file).read_bytes()
+    except OSError as exc:
+        raise InputError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    known = {"board": board, **meta}
+    commit, dirty = None, False
+    facts = read_git_facts(ws.project.root)
+    if candidate:
+        commit, dirty = facts.commit, facts.dirty
+        known.update(commit=commit, dirty="yes" if dirty else "no",
+                     source_hash=source_hash(Path(facts.toplevel), commit, ws.project.root) or "")
+    else:
+        known["release"] = release or ""
+    rows = parse_rows(data, spec, source=str(file), known=known)
+    with Ledger.open(ws.home) as ledger:
+        batch = record_batch(ledger, spec, [rows], project=project_identity(ws, facts).key,
+                             side="candidate" if candidate else "release", board=board, release=release,
+                             commit=commit, dirty=dirty, host=None, metadata={k: v for k, v in known.items() if v},
+                             warmup=0, source=f"relgate measure add {Path(file).name}", raw=data)
+    return batch, len(rows)

@@ -1,0 +1,71 @@
+"""Quality bands: a scorer's values (``first_match = ">= 95"``) checked for the candidate on
+every board, next to the previous release's values. A broken band blocks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from relgate.ledger.store import BatchRow, Ledger
+from relgate.manifest.measures import Band, QualitySpec
+from relgate.signoff.compare import medians
+
+__all__ = ["BandResult", "BoardQuality", "QualityReport", "check_quality"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class BandResult:
+    key: tuple[str, ...]
+    band: Band
+    value: float
+    previous: float | None
+    held: bool
+
+
+@dataclass(frozen=True, kw_only=True)
+class BoardQuality:
+    board: str
+    batch: BatchRow | None
+    previous: BatchRow | None
+    results: tuple[BandResult, ...]
+    not_measured: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        if self.not_measured is not None:
+            return f"not measured: {self.not_measured}"
+        return "pass" if all(r.held for r in self.results) else "block"
+
+
+@dataclass(frozen=True, kw_only=True)
+class QualityReport:
+    name: str
+    boards: tuple[BoardQuality, ...]
+
+
+def check_quality(ledger: Ledger, spec: QualitySpec, *, project: str, counts: Callable[[str | None, bool], bool],
+                  boards: Sequence[str] = ()) -> QualityReport:
+    batches = [b for b in ledger.batches(project=project, measure=spec.name) if b.kind == "quality"]
+    out = []
+    for board in list(boards) or sorted({b.board for b in batches}):
+        mine = [b for b in batches if b.board == board]
+        cands = [b for b in mine if b.side == "candidate" and counts(b.commit_sha, b.dirty)]
+        prevs = [b for b in mine if b.side == "release"]
+        previous = prevs[-1] if prevs else None
+        if not cands:
+            out.append(BoardQuality(board=board, batch=None, previous=previous, results=(),
+                                    not_measured="no clean scorer run of the candidate on this board"))
+            continue
+        now = medians(ledger, cands[-1])
+        before = medians(ledger, previous) if previous is not None else None
+        results = []
+        for key in now.values:
+            for band in spec.bands:
+                value = now.values[key].get(band.metric)
+                if value is None:
+                    continue
+                prev = before.values.get(key, {}).get(band.metric) if before is not None else None
+                results.append(BandResult(key=key, band=band, value=value, previous=prev, held=band.holds(value)))
+        out.append(BoardQuality(board=board, batch=cands[-1], previous=previous, results=tuple(results),
+                                not_measured=None if results else "the scorer reported none of the banded values"))
+    return QualityReport(name=spec.name, boards=tuple(out))

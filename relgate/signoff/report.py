@@ -1,0 +1,269 @@
+"""The sign-off as a release engineer reads it (``signoff.md``), as machines read it
+(``signoff.json``), and the changelog section ("Measurements and verification").
+
+Everything here is a pure function of the assembled sign-off: no clock, no absolute
+paths, sorted keys — re-running with nothing new gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from relgate.signoff.assemble import Signoff
+from relgate.signoff.checklist import describe
+from relgate.signoff.compare import BoardComparison, Comparison, MetricResult
+from relgate.signoff.quality import BoardQuality, QualityReport
+
+__all__ = ["SECTION_TITLE", "render_json", "render_markdown", "render_changelog_section", "row_label"]
+
+SECTION_TITLE = "Measurements and verification"
+
+
+def _num(value: float | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.6g}"
+
+
+def row_label(key: Sequence[str], columns: Sequence[str]) -> str:
+    return " ".join(f"{c}={v}" for c, v in zip(columns, key)) or "(one row)"
+
+
+def _batch_json(b: Any) -> dict[str, Any] | None:
+    if b is None:
+        return None
+    return {"id": b.id, "side": b.side, "release": b.release, "commit": b.commit_sha, "board": b.board,
+            "host": b.host, "warmup": b.warmup, "source": b.source, "rows": b.path}
+
+
+def _comparison_json(comp: Comparison, key_columns: Sequence[str]) -> dict[str, Any]:
+    return {"measure": comp.measure, "boards": [
+        {"board": b.board, "verdict": b.verdict, "previous": _batch_json(b.previous),
+         "candidates": [_batch_json(c) for c in b.candidates],
+         "rows": [{"row": row_label(r.key, key_columns), "metric": r.metric, "direction": r.direction,
+                   "previous": r.previous, "candidate": list(r.candidates), "ratio": round(r.ratio, 6),
+                   "verdict": r.verdict, "reason": r.reason} for r in b.results]} for b in comp.boards]}
+
+
+def _quality_json(rep: QualityReport, key_columns: Sequence[str]) -> dict[str, Any]:
+    return {"quality": rep.name, "boards": [
+        {"board": b.board, "verdict": b.verdict, "batch": _batch_json(b.batch), "previous": _batch_json(b.previous),
+         "bands": [{"row": row_label(r.key, key_columns), "band": r.band.display(), "value": r.value,
+                    "previous": r.previous, "held": r.held} for r in b.results]} for b in rep.boards]}
+
+
+def render_json(s: Signoff, keys: Mapping[str, Sequence[str]]) -> str:
+    doc = {"project": s.project, "version": s.version, "commit": s.candidate.commit, "dirty": s.candidate.dirty,
+           "complete": s.complete, "same_tree": list(s.candidate.same_tree), "release_notes": list(s.candidate.notes),
+           "boards": list(s.checklist.release.boards), "backends": list(s.checklist.release.backends),
+           "items": [describe(r) for r in s.items],
+           "measurements": [_comparison_json(c, keys.get(n, ())) for n, c in sorted(s.comparisons.items())],
+           "quality": [_quality_json(q, keys.get(n, ())) for n, q in sorted(s.quality.items())],
+           "evidence": [{"board": r.target, "verdict": r.verdict.value, "reason": r.reason, "step": r.id,
+                         "log": r.log_path, "summary": _summary_line(r.tail)} for r in s.evidence_steps]}
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"
+
+
+def _summary_line(tail: str | None) -> str | None:
+    lines = [ln for ln in (tail or "").splitlines() if " identical, " in ln]
+    return lines[-1] if lines else None
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    def cell(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _batch_text(b: Any, *, who: bool = True) -> str:
+    warm = f", {b.warmup} warm-up discarded" if b.warmup else ""
+    if not who:
+        return f"batch #{b.id} ({b.source}{warm})"
+    at = f" at `{b.commit_sha[:12]}`" if b.commit_sha else ""
+    side = f"release {b.release}{at}" if b.side == "release" else f"candidate `{(b.commit_sha or '')[:12]}`"
+    return f"{side} (batch #{b.id}, {b.source}{warm})"
+
+
+def _board_md(name: str, b: BoardComparison, keys: Sequence[str], plots: Mapping[tuple[str, str], str]) -> list[str]:
+    out = [f"### `{name}` on {b.board}: {b.verdict}", ""]
+    if b.previous is not None:
+        out.append(f"Previous: {_batch_text(b.previous)}.  ")
+    if b.candidates:
+        out.append(f"Candidate `{(b.candidates[-1].commit_sha or '')[:12]}`: "
+                   + ", then ".join(_batch_text(c, who=False) for c in b.candidates) + ".")
+    if b.not_measured is not None:
+        out += ["", f"Not measured: {b.not_measured}."]
+    out.append("")
+    if b.results:
+        rows = [(row_label(r.key, keys), r.metric, r.direction, _num(r.previous),
+                 " → ".join(_num(v) for v in r.candidates), f"{r.ratio:.3f}×", r.verdict, r.reason)
+                for r in b.results]
+        out += _table(("row", "metric", "better", "previous", "candidate", "ratio", "verdict", "why"), rows)
+        out.append("")
+    picture = plots.get((name, b.board))
+    if picture:
+        out += [f"![{name} on {b.board}: previous against candidate]({picture})", ""]
+    return out
+
+
+def _quality_md(name: str, b: BoardQuality, keys: Sequence[str]) -> list[str]:
+    out = [f"### `{name}` on {b.board}: {b.verdict}", ""]
+    if b.batch is not None:
+        out += [f"Scorer run: {_batch_text(b.batch)}; previous release: "
+                f"{_batch_text(b.previous) if b.previous else 'none recorded'}.", ""]
+    if b.results:
+        rows = [(row_label(r.key, keys), r.band.display(), _num(r.value), _num(r.previous),
+                 "held" if r.held else "**broken**") for r in b.results]
+        out += _table(("row", "band", "candidate", "previous", "result"), rows)
+        out.append("")
+    return out
+
+
+def _step_ref(row: Any) -> str:
+    return f"step #{row.id}" + (f", log `{row.log_path}`" if row.log_path else "")
+
+
+def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
+                    plots: Mapping[tuple[str, str], str] | None = None) -> str:
+    plots = plots or {}
+    rel = s.checklist.release
+    open_items = s.open_items
+    out = [f"# Sign-off: {s.project} {s.version}", ""]
+    if s.complete:
+        out.append("**Verdict: complete.** Every item passed, was attested, or was skipped or not validated "
+                   "with its text.")
+    else:
+        why = f"{len(open_items)} of {len(s.items)} items are open" if open_items else "the tree is dirty"
+        out.append(f"**Verdict: incomplete** — {why}. `nox -s tag` refuses until it is complete.")
+    out += ["", f"- Candidate: commit `{s.candidate.commit}`"
+            + (" — **dirty tree: nothing recorded from it counts**" if s.candidate.dirty else " (clean tree)")]
+    if len(s.candidate.same_tree) > 1:
+        out.append(f"- Also counted (differ only in {', '.join(s.candidate.notes)}): "
+                   + ", ".join(f"`{c[:12]}`" for c in s.candidate.same_tree[1:]))
+    out += [f"- Boards: {', '.join(rel.boards)}; backends: {', '.join(rel.backends) or 'none named'}",
+            f"- Release notes: {', '.join(s.candidate.notes)}", ""]
+
+    out += ["## What blocks", ""]
+    if open_items:
+        out += [f"- **{r.item.id}** ({r.status}): {r.reason}" for r in open_items]
+    else:
+        out.append("Nothing blocks.")
+    out.append("")
+
+    out += ["## Checklist", ""]
+    out += _table(("item", "title", "status", "reason"),
+                  [(f"`{r.item.id}`", r.item.title, r.status, r.reason) for r in s.items])
+    out.append("")
+
+    if s.comparisons:
+        out += ["## Measurements: previous release against the candidate", "",
+                "One policy for every board (boards are never merged): the median of the counted runs; a move "
+                "the wrong way above the rerun threshold asks for a second batch; confirmed, it is reported as "
+                "slower, or blocks above the block threshold.", ""]
+        for name, comp in sorted(s.comparisons.items()):
+            for b in comp.boards:
+                out += _board_md(name, b, keys.get(name, ()), plots)
+    if s.quality:
+        out += ["## Quality bands", ""]
+        for name, rep in sorted(s.quality.items()):
+            for qb in rep.boards:
+                out += _quality_md(name, qb, keys.get(name, ()))
+
+    out += ["## Evidence", ""]
+    if s.evidence_steps:
+        for r in s.evidence_steps:
+            summary = _summary_line(r.tail)
+            out.append(f"- {r.target}: {r.verdict.value}" + (f" — {r.reason}" if r.reason else "")
+                       + (f" — {summary}" if summary else "") + f" ({_step_ref(r)})")
+    else:
+        out.append("No evidence check recorded for this candidate (`nox -s evidence`).")
+    out.append("")
+
+    out += ["## Not run, and why", ""]
+    lines = [f"- `{r.session}/{r.step}`: {r.verdict.value} — {r.reason}" for r in s.not_run]
+    lines += [f"- item `{r.item.id}`: {r.status} — {r.reason}" for r in s.items
+              if r.status in ("not-applicable", "skipped", "not-validated")]
+    out += lines or ["Everything in scope ran."]
+    out.append("")
+
+    out += ["## Decisions", ""]
+    decided = [r for r in s.items if r.decision is not None or r.runs]
+    for r in decided:
+        if r.decision is not None:
+            d = r.decision
+            who = d.by or "a maintainer"
+            what = {"attest": "attested", "skip": "skipped", "not-validated": "marked not validated"}[d.kind]
+            note = f": {d.note}" if d.note else ""
+            out.append(f"- `{r.item.id}` {what} by {who} for `{d.commit_sha[:12]}`{note}")
+        for d, step in r.runs:
+            if step is None:
+                out.append(f"- `{r.item.id}` manual run, step #{d.step_id} (not in the ledger any more)")
+                continue
+            tree = "dirty tree" if step.dirty else "clean tree"
+            note = f" — {d.note}" if d.note else ""
+            out.append(f"- `{r.item.id}` manual run `{step.command}` on {step.host} ({step.board or 'no board'}), "
+                       f"commit `{step.commit_sha[:12]}` ({tree}), exit {step.exit_code}, {step.verdict.value}"
+                       f"{note} ({_step_ref(step)})")
+    if not decided:
+        out.append("No one has attested or skipped anything for this candidate.")
+    out.append("")
+    return "\n".join(out)
+
+
+def _worst(b: BoardComparison, keys: Sequence[str]) -> MetricResult | None:
+    return max(b.results, key=lambda r: abs(r.ratio - 1.0), default=None)
+
+
+def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> str:
+    """The section for the version's release notes."""
+    out = [f"### {SECTION_TITLE}", ""]
+    out.append(f"{s.project} {s.version} was signed off at commit `{s.candidate.commit[:12]}` on "
+               f"{', '.join(s.checklist.release.boards)}" + ("" if s.complete else " — the sign-off is **incomplete**")
+               + ".")
+    out.append("")
+    for name, comp in sorted(s.comparisons.items()):
+        for b in comp.boards:
+            if b.not_measured is not None:
+                out.append(f"- Speed (`{name}`, {b.board}): not measured — {b.not_measured}; "
+                           "the previous release against this one has not run.")
+                continue
+            worst = _worst(b, keys.get(name, ()))
+            assert b.previous is not None
+            detail = (f"; largest move {row_label(worst.key, keys.get(name, ()))} {worst.metric} "
+                      f"{_num(worst.previous)} → {_num(worst.candidates[-1])} ({worst.ratio:.3f}×)") if worst else ""
+            warm = f" after {b.previous.warmup} warm-up" if b.previous.warmup else ""
+            out.append(f"- Speed (`{name}`, {b.board}): release {b.previous.release} against this release on the "
+                       f"same board with the same settings, medians{warm}, {len(b.candidates)} candidate "
+                       f"batch{'es' if len(b.candidates) != 1 else ''}: {b.verdict}{detail}.")
+    for name, rep in sorted(s.quality.items()):
+        for qb in rep.boards:
+            if qb.not_measured is not None:
+                out.append(f"- Quality (`{name}`, {qb.board}): not measured — {qb.not_measured}.")
+                continue
+            bands = ", ".join(f"{r.band.metric} {_num(r.value)} ({r.band.op} {r.band.bound:g}"
+                              + (f"; previous {_num(r.previous)}" if r.previous is not None else "") + ")"
+                              + ("" if r.held else " BROKEN") for r in qb.results)
+            out.append(f"- Quality (`{name}`, {qb.board}): {bands}.")
+    for r in s.evidence_steps:
+        summary = _summary_line(r.tail)
+        out.append(f"- Evidence ({r.target}): {r.verdict.value}" + (f" — {summary}" if summary else "") + ".")
+    passed = [r.item.title for r in s.items if r.status == "passed"]
+    if passed:
+        out.append(f"- Passed: {'; '.join(passed)}.")
+    attested = [f"{r.item.title} ({r.decision.by})" for r in s.items if r.status == "attested" and r.decision]
+    if attested:
+        out.append(f"- Attested: {'; '.join(attested)}.")
+    for r in s.items:
+        if r.status == "not-validated":
+            out.append(f"- Not validated: {r.item.not_validated}")
+        elif r.status == "skipped" and r.decision is not None:
+            failed = f" It ran and failed: {r.overridden}." if r.overridden else ""
+            out.append(f"- Skipped: {r.item.title} — {r.decision.note}.{failed}")
+        elif not r.done:
+            out.append(f"- Open: {r.item.title} — {r.status}: {r.reason}")
+    out.append("")
+    return "\n".join(out)
