@@ -12,6 +12,16 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TAIL_LINES = 40
+# The alternative's floor: a noxfile with one empty session (what nox itself costs).
+NOOP_NOXFILE = """import nox
+
+nox.options.default_venv_backend = "none"
+
+
+@nox.session(python=False)
+def noop(session):
+    pass
+"""
 
 
 def git(cwd: Path, *args: str) -> None:

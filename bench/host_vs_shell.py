@@ -36,7 +36,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import REPO, failed, make_project, timed  # noqa: E402
+from _common import NOOP_NOXFILE, REPO, failed, make_project, timed  # noqa: E402
 from relgate import stages  # noqa: E402
 from relgate.ledger.store import Ledger  # noqa: E402
 from relgate.manifest.workspace import Workspace  # noqa: E402
@@ -45,15 +45,6 @@ from relgate.run.plan import PlannedStep  # noqa: E402
 
 EXAMPLE = "tinyinfer"
 GOAL = 1.10
-NOOP_NOXFILE = """import nox
-
-nox.options.default_venv_backend = "none"
-
-
-@nox.session(python=False)
-def noop(session):
-    pass
-"""
 
 
 @dataclass
