@@ -6,6 +6,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +25,17 @@ def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t"}
     return subprocess.run(["git", *args], cwd=cwd, env=env, check=True, capture_output=True, text=True).stdout
+
+
+def wait_for(predicate, bound: float = 60.0) -> bool:  # noqa: ANN001
+    """Poll ``predicate`` until it holds or ``bound`` seconds pass. The bound only turns a hang
+    into a failure; it is never a measurement."""
+    end = time.monotonic() + bound
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return predicate()
 
 
 @dataclass

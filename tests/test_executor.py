@@ -7,19 +7,19 @@ import shlex
 import signal
 import sys
 import threading
-import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
 
+from conftest import wait_for
+from relgate.core.errors import InputError
 from relgate.core.redact import MASK
 from relgate.manifest.specs import HostSpec
-from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, FileSink, LocalExecutor
+from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, FileSink, LocalExecutor, kill_grace
 from relgate.run.hosts import Host, HostFacts
 
 HOST = Host(spec=HostSpec(name="local", kind="local", source=Path("x")), facts=HostFacts())
-WAIT_S = 30.0  # upper bound for the polling loops below; never asserted on
 
 
 class ListSink:
@@ -40,14 +40,6 @@ class ListSink:
             return "".join(self._chunks)
 
 
-def wait_for(predicate, bound: float = WAIT_S) -> bool:  # noqa: ANN001
-    """Poll ``predicate`` until true or ``bound`` seconds pass; the bound is not a measurement."""
-    end = time.monotonic() + bound
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.02)
-    return predicate()
 
 
 def pid_gone(pid: int) -> bool:
@@ -312,3 +304,11 @@ def test_a_secret_from_the_base_env_is_masked_too(tmp_path: Path) -> None:
     result, sink = run(CommandRequest(shell='echo "t=$GITHUB_TOKEN."', cwd=tmp_path), base_env=base)
     assert "ghp_basesecret42" not in sink.text and "ghp_basesecret42" not in result.tail
     assert sink.text == f"t={MASK}.\n"
+
+
+def test_the_kill_grace_is_five_seconds_unless_the_environment_says_otherwise():
+    assert kill_grace({}) == 5.0 and kill_grace({"RELGATE_KILL_GRACE": " "}) == 5.0
+    assert kill_grace({"RELGATE_KILL_GRACE": "2.5"}) == 2.5
+    for bad in ("0", "-1", "nan", "inf", "soon"):
+        with pytest.raises(InputError, match="RELGATE_KILL_GRACE=.*must be a positive number of seconds"):
+            kill_grace({"RELGATE_KILL_GRACE": bad})

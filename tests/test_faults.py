@@ -10,12 +10,11 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from conftest import Project
+from conftest import Project, wait_for
 
 WAIT_S = 60.0  # an upper bound for the polling below (a hang shows as a failure); never a measurement
 
@@ -119,13 +118,6 @@ def group_alive(pgid: int) -> bool:
     return False
 
 
-def wait_for(predicate, bound: float = WAIT_S) -> bool:  # noqa: ANN001
-    end = time.monotonic() + bound
-    while time.monotonic() < end:
-        if predicate():
-            return True
-        time.sleep(0.05)
-    return predicate()
 
 
 def children(pid: int) -> list[int]:
@@ -135,14 +127,15 @@ def children(pid: int) -> list[int]:
     return out
 
 
-def start_stubborn(project: Project, tmp_path: Path, *, kill_guardian: bool,
-                   extra: tuple[str, ...] = ()) -> tuple[subprocess.Popen[str], int]:
-    """relgate running a step whose whole group ignores SIGTERM; returns relgate and the group."""
-    marker = tmp_path / "pgid"
-    one_check(project, f"trap '' TERM; (while :; do sleep 1; done) & ps -o pgid= $$ > {marker}.tmp; "
-                       f"mv {marker}.tmp {marker}; wait")
-    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "host", *extra], env=project.env, cwd=project.root,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def start_stubborn(project: Project, tmp_path: Path, *, kill_guardian: bool, extra: tuple[str, ...] = (),
+                   env: dict[str, str] | None = None) -> tuple[subprocess.Popen[str], int]:
+    """relgate running a step whose whole group ignores SIGTERM; returns relgate and the group.
+    The group's leader notes each SIGTERM it receives in ``tmp_path/terms`` (and stays)."""
+    marker, terms = tmp_path / "pgid", tmp_path / "terms"
+    one_check(project, f"trap '' TERM; (while :; do sleep 1; done) & trap 'echo term >> {terms}' TERM; "
+                       f"ps -o pgid= $$ > {marker}.tmp; mv {marker}.tmp {marker}; while :; do wait; done")
+    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "host", *extra], env={**project.env, **(env or {})},
+                            cwd=project.root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     assert wait_for(marker.exists), "the step never started"
     pgid = int(marker.read_text())
     if kill_guardian:  # so that only relgate itself can have ended the group
@@ -153,10 +146,11 @@ def start_stubborn(project: Project, tmp_path: Path, *, kill_guardian: bool,
 
 
 def test_a_second_ctrl_c_sigkills_the_group_at_once(tinyinfer: Project, tmp_path: Path) -> None:
-    proc, pgid = start_stubborn(tinyinfer, tmp_path, kill_guardian=True)
+    # A grace of an hour: if the group ends, the second Ctrl-C ended it, not the grace running out.
+    proc, pgid = start_stubborn(tinyinfer, tmp_path, kill_guardian=True, env={"RELGATE_KILL_GRACE": "3600"})
     try:
         proc.send_signal(signal.SIGINT)
-        time.sleep(1.0)  # inside the 5 s grace (sequencing, not a measurement)
+        assert wait_for((tmp_path / "terms").exists), "the first Ctrl-C never reached the step's group"
         proc.send_signal(signal.SIGINT)
         out, _ = proc.communicate(timeout=WAIT_S)
         assert proc.returncode != 0

@@ -7,6 +7,7 @@ know where a command ran. Output is redacted before it reaches the sink or the t
 from __future__ import annotations
 
 import codecs
+import math
 import os
 import signal
 import subprocess
@@ -19,17 +20,18 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Protocol
 
+from relgate.core.errors import InputError
 from relgate.core.redact import Redactor, argv_secrets, display_command, env_secrets, redact_env, shell_secrets
 from relgate.run.guard import TAG_VAR, describe, guardian, kill_pids, new_tag, tagged
 from relgate.run.hosts import Host
 
 __all__ = [
     "CommandRequest", "CommandResult", "LogSink", "FileSink", "Executor", "LocalExecutor",
-    "Interrupted", "LogWriteError", "TAIL_LINES",
+    "Interrupted", "LogWriteError", "TAIL_LINES", "kill_grace",
 ]
 
 TAIL_LINES = 40
-_KILL_GRACE = 5.0
+_KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of a stopped step's group
 _LINE_MAX = 1 << 16  # a longer line reaches the sink in pieces (bounded memory)
 
 
@@ -161,6 +163,21 @@ class Executor(Protocol):
     def run(self, request: CommandRequest, sink: LogSink) -> CommandResult: ...
 
 
+def kill_grace(environ: Mapping[str, str] = os.environ) -> float:
+    """Seconds a stopped step's group gets between SIGTERM and SIGKILL: ``RELGATE_KILL_GRACE``,
+    default 5. A second stop (Ctrl-C, SIGTERM) during the grace cuts it short."""
+    raw = environ.get("RELGATE_KILL_GRACE", "").strip()
+    if not raw:
+        return _KILL_GRACE
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not (value > 0 and math.isfinite(value)):
+        raise InputError(f"RELGATE_KILL_GRACE={raw!r}: must be a positive number of seconds")
+    return value
+
+
 class LocalExecutor:
     """Runs commands on this machine, each in its own process group (session), watched by
     a :class:`~relgate.run.guard.Guardian` so that no command outlives relgate."""
@@ -168,7 +185,8 @@ class LocalExecutor:
     def __init__(self, host: Host, *, base_env: Mapping[str, str] | None = None) -> None:
         self.host = host
         self._base_env = dict(os.environ if base_env is None else base_env)
-        self._guardian = guardian(_KILL_GRACE)
+        self._grace = kill_grace(self._base_env)
+        self._guardian = guardian(self._grace)
 
     def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
         tag = new_tag()
@@ -220,12 +238,12 @@ class LocalExecutor:
                 proc.wait(timeout=request.timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
-                _kill_group(proc)
+                _kill_group(proc, self._grace)
             if pump.error is not None:  # the log broke: stop whatever the command left running
-                _kill_group(proc)
+                _kill_group(proc, self._grace)
             reader.join(timeout=2)
             if reader.is_alive():  # a straggler in the group still holds the pipe
-                _kill_group(proc)
+                _kill_group(proc, self._grace)
                 reader.join(timeout=2)
             strays = tagged(tag)
             if strays:  # escaped the group (setsid) and still alive: they do not outlive the step
@@ -239,7 +257,7 @@ class LocalExecutor:
         except BaseException:
             # Ctrl-C, SIGTERM/SIGHUP (as Interrupted) or a crash: never leave the command behind.
             try:
-                _kill_group(proc)  # a second stop here SIGKILLs at once and goes on up
+                _kill_group(proc, self._grace)  # a second stop here SIGKILLs at once and goes on up
             finally:
                 kill_pids(tagged(tag))
                 pump.close()
@@ -318,7 +336,7 @@ class _Pump:
             self._closed = True
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+def _kill_group(proc: subprocess.Popen[bytes], grace: float) -> None:
     """SIGTERM the command's process group, then SIGKILL what is left after a grace.
 
     A second stop (Ctrl-C, SIGTERM) during the grace cuts it short: SIGKILL at once, then
@@ -329,7 +347,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         proc.wait()
         return
     try:
-        proc.wait(timeout=_KILL_GRACE)
+        proc.wait(timeout=grace)
     except subprocess.TimeoutExpired:
         pass
     except BaseException:
