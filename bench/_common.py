@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import resource
 import shutil
@@ -75,3 +76,21 @@ def failed(label: str, done: subprocess.CompletedProcess[str], log: Path | None 
     tail = "\n".join(out.splitlines()[-TAIL_LINES:]) or "(no output)"
     print(f"\n{label} failed (exit {done.returncode}); last lines of its output:\n{tail}", file=sys.stderr)
     return 1
+
+
+# Runs a command and reports the peak resident memory of it and its children (ru_maxrss).
+PEAK_WRAP = """\
+import resource, subprocess, sys, json
+done = subprocess.run(sys.argv[2:], stdin=subprocess.DEVNULL, capture_output=True, text=True)
+peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+json.dump({"code": done.returncode, "peak_mib": peak, "out": (done.stdout + done.stderr)[-4000:]},
+          open(sys.argv[1], "w"))
+"""
+
+
+def measure(argv: list[str], env: dict[str, str], cwd: Path, tmp: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
+    """Peak memory (MiB) of ``argv`` and its children, measured in a fresh wrapper process."""
+    result = tmp / "peak.json"
+    subprocess.run([sys.executable, "-c", PEAK_WRAP, str(result), *argv], env=env, cwd=cwd, check=True)
+    data = json.loads(result.read_text())
+    return data["peak_mib"], subprocess.CompletedProcess(argv, data["code"], data["out"], "")

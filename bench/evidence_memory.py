@@ -19,24 +19,16 @@ Exit 1 only when a run failed.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, failed, make_project  # noqa: E402
+from _common import REPO, failed, make_project, measure  # noqa: E402
 
 GOAL_RATIO = 2.0
 
-WRAP = """\
-import resource, subprocess, sys, json
-done = subprocess.run(sys.argv[2:], stdin=subprocess.DEVNULL, capture_output=True, text=True)
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-json.dump({"code": done.returncode, "peak_mib": peak, "out": (done.stdout + done.stderr)[-4000:]},
-          open(sys.argv[1], "w"))
-"""
 
 STORE = """\
 import sys
@@ -65,13 +57,6 @@ def generate(path: Path, mb: int) -> int:
             size += len(line)
             cells += 1
     return cells
-
-
-def measure(argv: list[str], env: dict[str, str], cwd: Path, tmp: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
-    result = tmp / "peak.json"
-    subprocess.run([sys.executable, "-c", WRAP, str(result), *argv], env=env, cwd=cwd, check=True)
-    data = json.loads(result.read_text())
-    return data["peak_mib"], subprocess.CompletedProcess(argv, data["code"], data["out"], "")
 
 
 def main(argv: list[str] | None = None) -> int:
