@@ -34,11 +34,16 @@ STORE = """\
 import sys
 from pathlib import Path
 from relgate.core.verdict import Verdict
+from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
+from relgate.manifest.workspace import Workspace
+from relgate.run.flow import candidate_facts
 home, commit, capture = Path(sys.argv[1]), sys.argv[2], Path(sys.argv[3])
-with Ledger.open(home) as ledger:
-    run = ledger.begin_run(session="gate", argv=[], project="tinyinfer", project_root=Path("."), commit=commit,
-                           branch="main", dirty=False)
+ws = Workspace.load(Path(sys.argv[4]))  # RELGATE_MANIFESTS/HOSTS/HOME select the copy
+facts = candidate_facts(ws)
+with Ledger.open(home) as ledger:  # a row of this project, as a lane run records it
+    run = ledger.begin_run(session="gate", argv=[], project=ws.project.name, project_root=ws.project.root,
+                           commit=commit, branch="main", dirty=False, identity=project_identity(ws, facts))
     step = ledger.begin_step(run_id=run, session="gate", step="big", lane="gate", target="big", host="local",
                              board="bench-board", driver=None, toolkit=None, commit=commit, dirty=False,
                              command="bench", cwd=None, env={}, log_path=None)
@@ -72,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         capture = tmp / "capture.cells"
         cells = generate(capture, args.mb)
         size_mib = capture.stat().st_size / (1 << 20)
-        subprocess.run([sys.executable, "-c", STORE, env["RELGATE_HOME"], commit, str(capture)], env=env,
+        subprocess.run([sys.executable, "-c", STORE, env["RELGATE_HOME"], commit, str(capture), str(REPO)], env=env,
                        check=True)
         relgate = [sys.executable, "-m", "relgate.cli"]
         peaks = {}
