@@ -25,8 +25,11 @@ from pathlib import Path
 import nox
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-# nox logs at DEBUG; paramiko would narrate every packet of a remote run into the output.
-logging.getLogger("paramiko").setLevel(logging.WARNING)
+# nox logs at DEBUG; paramiko would narrate every packet of a remote run into the output, and
+# Fabric's invoke every config file it did not find (a page per connection, seen on the H200 run),
+# matplotlib (the sign-off's charts) every font it scored.
+for _name in ("paramiko", "invoke", "fabric", "matplotlib", "PIL"):
+    logging.getLogger(_name).setLevel(logging.WARNING)
 
 # Each module registers its sessions; `nox -l` lists them in this order. The session modules
 # import the engine inside each session function, so listing imports none of it.

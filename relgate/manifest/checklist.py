@@ -3,6 +3,7 @@
     [release]
     version = "0.4.0"                  # default: project.version
     boards = ["host:local"]            # the boards in scope (a host without a board: host:NAME)
+    backend_boards = { cuda = ["NVIDIA H200"] }   # optional: a backend's items are checked there
     backends = ["cpu"]                 # the backends in scope
     notes = ["CHANGELOG.md"]           # release-notes files (default: project.changelog)
     tag_requires = ["ci-green", "maintainer-approval"]   # attested before `nox -s tag`
@@ -74,6 +75,21 @@ class ReleaseSpec:
     backends: tuple[str, ...]
     notes: tuple[str, ...]  # paths relative to the project root
     tag_requires: tuple[str, ...]
+    # [release.backend_boards]: where a backend's items are checked (cuda = ["NVIDIA H200"]);
+    # a backend without an entry is checked on ``boards``.
+    backend_boards: tuple[tuple[str, tuple[str, ...]], ...] = ()
+
+    @property
+    def all_boards(self) -> tuple[str, ...]:
+        """Every board of the release: ``boards`` and each backend's."""
+        return tuple(dict.fromkeys([*self.boards, *(b for _, bs in self.backend_boards for b in bs)]))
+
+    def boards_for(self, applies: tuple[str, ...]) -> tuple[str, ...]:
+        """Where an item that applies to ``applies`` is checked: those backends' boards (the
+        release's ``boards`` for a backend without its own), or ``boards`` for an item of no backend."""
+        own = dict(self.backend_boards)
+        wanted = [b for a in applies if a in self.backends or not self.backends for b in own.get(a, self.boards)]
+        return tuple(dict.fromkeys(wanted)) if applies else self.boards
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -93,11 +109,23 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
     c = Checker(path)
     c.keys(data, "", ("release", "item"), required=("release", "item"))
     rel = c.get(data, "", "release", dict, {})
-    c.keys(rel, "release", ("version", "boards", "backends", "notes", "tag_requires"), required=("boards",))
+    c.keys(rel, "release", ("version", "boards", "backends", "notes", "tag_requires", "backend_boards"),
+           required=("boards",))
     boards = tuple(c.string_list(rel, "release", "boards"))
     if "boards" in rel and not boards:
         c.problem("release.boards", "name at least one board (a host without a board: \"host:NAME\")")
     backends = tuple(c.string_list(rel, "release", "backends"))
+    backend_boards: list[tuple[str, tuple[str, ...]]] = []
+    table = c.get(rel, "release", "backend_boards", dict, {})
+    for backend, value in table.items():
+        key = f"release.backend_boards.{backend}"
+        if backends and backend not in backends:
+            c.problem(key, f'"{backend}" is not one of the release\'s backends ({", ".join(backends)})'
+                           f"{did_you_mean(backend, backends)}")
+        listed = tuple(c.string_list(table, "release.backend_boards", backend, blank=False))
+        if isinstance(value, list) and not value:
+            c.problem(key, "name at least one board, or leave the backend out (it is then checked on release.boards)")
+        backend_boards.append((backend, listed))
     items: list[ChecklistItem] = []
     seen: set[str] = set()
     for i, t in c.array_of_tables(data, "", "item").items():
@@ -145,5 +173,5 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
     c.raise_if_problems()
     return ChecklistSpec(release=ReleaseSpec(version=c.get(rel, "release", "version", str, version) or version,
                                              boards=boards, backends=backends, notes=notes,
-                                             tag_requires=tag_requires),
+                                             tag_requires=tag_requires, backend_boards=tuple(backend_boards)),
                          items=tuple(items), source=Path(path))

@@ -53,7 +53,7 @@ def assemble(ws: Workspace, ledger: Ledger, facts: GitFacts, checklist: Checklis
             if name:
                 others.setdefault(name, row.commit_sha)
     evidence = [e for c in candidate.same_tree for e in ledger.evidence(commit=c, project_key=project)]
-    boards = checklist.release.boards
+    boards = checklist.release.all_boards
     comparisons, quality = {}, {}
     if ws.measurements is not None:
         for name, spec in ws.measurements.measures.items():

@@ -160,11 +160,13 @@ def _warnings(facts: Facts) -> tuple[str, str, tuple[StepRow, ...]]:
     return "passed", f"no warnings in the latest {len(latest)} step(s)", ()
 
 
-def _measure(facts: Facts, name: str) -> tuple[str, str, tuple[StepRow, ...]]:
+def _measure(facts: Facts, name: str, boards: Sequence[str]) -> tuple[str, str, tuple[StepRow, ...]]:
     comp = facts.comparisons.get(name)
     if comp is None:
         return "missing", f"measure {name}: not compared", ()
-    verdicts = [(b.board, b.verdict) for b in comp.boards]
+    verdicts = [(b.board, b.verdict) for b in comp.boards if not boards or b.board in boards]
+    if not verdicts:
+        return "missing", f"measure {name}: not compared on {', '.join(boards)}", ()
     text = "; ".join(f"{board}: {v}" for board, v in verdicts)
     if any(v == BLOCK for _, v in verdicts):
         return "failed", text, ()
@@ -173,23 +175,25 @@ def _measure(facts: Facts, name: str) -> tuple[str, str, tuple[StepRow, ...]]:
     return "passed", text, ()
 
 
-def _quality(facts: Facts, name: str) -> tuple[str, str, tuple[StepRow, ...]]:
+def _quality(facts: Facts, name: str, boards: Sequence[str]) -> tuple[str, str, tuple[StepRow, ...]]:
     report = facts.quality.get(name)
     if report is None:
         return "missing", f"quality {name}: not checked", ()
-    broken = [f"{b.board}: {r.band.display()} broken ({r.value:g})" for b in report.boards for r in b.results
-              if not r.held]
+    mine = [b for b in report.boards if not boards or b.board in boards]
+    if not mine:
+        return "missing", f"quality {name}: not checked on {', '.join(boards)}", ()
+    broken = [f"{b.board}: {r.band.display()} broken ({r.value:g})" for b in mine for r in b.results if not r.held]
     if broken:
         return "failed", "; ".join(broken), ()
-    unmeasured = [f"{b.board}: {b.verdict}" for b in report.boards if b.not_measured]
+    unmeasured = [f"{b.board}: {b.verdict}" for b in mine if b.not_measured]
     if unmeasured:
         return "missing", "; ".join(unmeasured), ()
-    return "passed", "; ".join(f"{b.board}: every band held" for b in report.boards), ()
+    return "passed", "; ".join(f"{b.board}: every band held" for b in mine), ()
 
 
 def _auto(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> tuple[str, str, tuple[StepRow, ...]]:
     kind, arg = item.auto_kind
-    boards = spec.release.boards if item.boards is None else item.boards
+    boards = spec.release.boards_for(item.applies) if item.boards is None else item.boards
     where = boards or None  # boards = []: wherever it ran
     if kind == "session":
         return _per_board(facts, [r for r in facts.steps if r.session == arg], arg or "", where, item.targets)
@@ -198,13 +202,13 @@ def _auto(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> tuple[str, 
     if kind in ("package", "publish"):
         session = "package_verify" if kind == "package" else "publish_dry_run"
         return _per_board(facts, [r for r in facts.steps if r.session == session], session, None, item.targets)
-    if kind == "evidence":
-        return _evidence(facts, boards or spec.release.boards)
+    if kind == "evidence":  # of no backend: every board of the release, each backend's too
+        return _evidence(facts, item.boards or (boards if item.applies else spec.release.all_boards))
     if kind == "warnings":
         return _warnings(facts)
     if kind == "measure":
-        return _measure(facts, arg or "")
-    return _quality(facts, arg or "")
+        return _measure(facts, arg or "", boards)
+    return _quality(facts, arg or "", boards)
 
 
 def evaluate_item(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> ItemResult:

@@ -4,10 +4,11 @@ its exit status (0 nothing blocks or needs a rerun, 1 something blocks, 3 a reru
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TextIO
 
 from relgate.core.errors import InputError
+from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
@@ -47,8 +48,11 @@ def print_quality(rep: QualityReport, out: TextIO) -> None:
 
 
 def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None = None,
-                     out: TextIO = sys.stdout) -> int:
-    """Compare what the ledger holds; the exit status of the policy."""
+                     out: TextIO = sys.stdout, not_run: Mapping[str, str] | None = None) -> int:
+    """Compare what the ledger holds; the exit status of the policy. ``not_run``: measures whose
+    runs this invocation could not run (name → why); with nothing recorded they are reported as
+    not measured instead of refused."""
+    not_run = not_run or {}
     specs = [spec_of(ws, n) for n in names]
     facts = read_git_facts(ws.project.root)
     notes = ws.checklist.release.notes if ws.checklist is not None else \
@@ -71,6 +75,9 @@ def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None =
                 continue
             comp = compare(ledger, spec, project=project, counts=cand.counts, boards=boards,
                            exclude_release=version)
+            if not comp.boards and not_run.get(spec.name):  # nox -s compare: its runs could not run here
+                print(f"{spec.name}: not measured: {not_run[spec.name]}", file=out)
+                continue
             if not comp.boards:
                 raise InputError(f"measure {spec.name}: nothing recorded"
                                  + (f" on board {board}" if board else "")
@@ -89,7 +96,9 @@ def run_compare(ws: Workspace, names: Sequence[str], *, previous: str | None = N
     names = list(names) or [*ws.measurements.measures, *ws.measurements.quality]
     summary, batches = measure(ws, names, previous=previous, argv=argv, out=out)
     print(file=out)
-    code = compare_recorded(ws, names, board=board, out=out)
+    not_run = {o.step.name.partition("@")[0].partition("#")[0]: f"its runs were not run ({o.reason})"
+               for o in summary.outcomes if o.verdict is Verdict.NOT_RUN}
+    code = compare_recorded(ws, names, board=board, out=out, not_run=not_run)
     if not summary.ok():
         print("a measuring run did not pass: its batch was not recorded (see the table above)", file=out)
         return 1

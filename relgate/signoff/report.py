@@ -58,6 +58,8 @@ def render_json(s: Signoff, keys: Mapping[str, Sequence[str]]) -> str:
     doc = {"project": s.project, "version": s.version, "commit": s.candidate.commit, "dirty": s.candidate.dirty,
            "complete": s.complete, "same_tree": list(s.candidate.same_tree), "release_notes": list(s.candidate.notes),
            "boards": list(s.checklist.release.boards), "backends": list(s.checklist.release.backends),
+           **({"backend_boards": {k: list(v) for k, v in s.checklist.release.backend_boards}}
+              if s.checklist.release.backend_boards else {}),
            "items": [describe(r) for r in s.items],
            "measurements": [_comparison_json(c, keys.get(n, ())) for n, c in sorted(s.comparisons.items())],
            "quality": [_quality_json(q, keys.get(n, ())) for n, q in sorted(s.quality.items())],
@@ -144,7 +146,8 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
     if len(s.candidate.same_tree) > 1:
         out.append(f"- Also counted (differ only in {', '.join(s.candidate.notes)}): "
                    + ", ".join(f"`{c[:12]}`" for c in s.candidate.same_tree[1:]))
-    out += [f"- Boards: {', '.join(rel.boards)}; backends: {', '.join(rel.backends) or 'none named'}",
+    out += [f"- Boards: {', '.join(rel.boards)}; backends: {', '.join(rel.backends) or 'none named'}"
+            + "".join(f"; {backend} on {', '.join(bs)}" for backend, bs in rel.backend_boards),
             f"- Release notes: {', '.join(s.candidate.notes)}", ""]
 
     out += ["## What blocks", ""]
@@ -222,7 +225,7 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
     """The section for the version's release notes."""
     out = [f"### {SECTION_TITLE}", ""]
     out.append(f"{s.project} {s.version} was signed off at commit `{s.candidate.commit[:12]}` on "
-               f"{', '.join(s.checklist.release.boards)}" + ("" if s.complete else " — the sign-off is **incomplete**")
+               f"{', '.join(s.checklist.release.all_boards)}" + ("" if s.complete else " — the sign-off is **incomplete**")
                + ".")
     out.append("")
     for name, comp in sorted(s.comparisons.items()):

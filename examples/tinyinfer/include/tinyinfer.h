@@ -30,6 +30,13 @@ int ti_cuda_rmsnorm_f32(float *out, const float *x, const float *w, size_t n,
                         float eps);
 int ti_cuda_matvec_f32(float *y, const float *W, const float *x, size_t rows,
                        size_t cols);
+/* Times ti_matvec on the device: W and x copied once, one warm-up launch, then
+ * `runs` launches each timed by CUDA events (kernel_us[i]: the kernel alone) and
+ * `runs` whole calls of ti_cuda_matvec_f32 timed on the host (call_us[i]:
+ * allocation, copies, launch, copy back). y holds the last kernel's result. */
+int ti_cuda_matvec_time(float *y, const float *W, const float *x, size_t rows,
+                        size_t cols, int runs, double *kernel_us,
+                        double *call_us);
 
 #ifdef __cplusplus
 }

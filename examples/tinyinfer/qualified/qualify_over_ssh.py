@@ -10,8 +10,16 @@ On whatever machine it runs (a workstation here, the GPU machine with the kit):
 3. writes a hosts folder: ``local`` with ``detect = false`` and only the CPU tools it has
    (so it never claims a GPU, even on a GPU machine), and ``gpu``, ``kind = "ssh"`` at
    127.0.0.1, whose board, driver and toolkit are detected over SSH;
-4. runs ``nox -s host gate contract bench -- --require-all`` (then ``signoff`` where that
-   session exists) on the default manifests;
+4. runs ``nox -s host gate contract bench -- --require-all`` on the default manifests; where
+   relgate has a ``signoff`` session, the whole sign-off around it: first the previous release
+   (the same sources one commit earlier, tagged ``v0.3.0-previous``) through ``gate contract``
+   with its evidence accepted as the baseline; after the lanes, the release's boards named as
+   this run used them (the CPU items on ``local``, the CUDA items on the board detected over
+   SSH), ``nox -s compare -- --previous v0.3.0-previous`` (previous and candidate interleaved on
+   the same host and board; once more when the policy asks for a second batch), the quality
+   lane, ``nox -s evidence``, the three manual items skipped with the reason (a person's to
+   attest), ``nox -s signoff``, and ``nox -s tag``, which must refuse (CI and a maintainer
+   have not attested);
 5. writes into ``--out``: ``summary.md`` (placement checked, verdicts, what was not run),
    ``status.json`` (``relgate status --json``), ``nox.log``, ``logs.txt`` (the logs of
    the steps on the ssh host and of every step that did not pass, then sshd's log),
@@ -46,6 +54,15 @@ SSH_HOST = "gpu"
 CPU_TOOLS = ("cc", "gcc", "make", "git")
 GPU_CAPS = {"cuda", "nvcc"}
 SESSIONS = ("host", "gate", "contract", "bench")
+PREVIOUS = "v0.3.0-previous"  # the tag of the previous release in the qualification repository
+# The manual items are a person's: the qualification writes down why it did not do them,
+# and `nox -s tag` still refuses until CI and a maintainer attest (tag_requires).
+SKIPS = {
+    "agent-checks": "manual agent checks are a person's, on the release hardware; the automated SSH "
+                    "qualification ran none",
+    "ci-green": "CI is not part of the device qualification; a maintainer attests it on the release commit",
+    "maintainer-approval": "a maintainer approves the release after reading this sign-off; not given by a script",
+}
 REMOTE_ONLY = "qualify-remote"  # the capability --cpu-on ssh requires of every step
 
 
@@ -57,17 +74,35 @@ def sh(argv: list[str], **kw: object) -> subprocess.CompletedProcess[str]:
     return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL, **kw)  # type: ignore
 
 
-def candidate(work: Path) -> tuple[Path, str]:
-    """The example's tree (no build output, not qualified/) committed in a repository of its own."""
+GIT_ENV = {"GIT_AUTHOR_NAME": "relgate qualify", "GIT_AUTHOR_EMAIL": "qualify@127.0.0.1",
+           "GIT_COMMITTER_NAME": "relgate qualify", "GIT_COMMITTER_EMAIL": "qualify@127.0.0.1"}
+
+
+def git(root: Path, *argv: str) -> str:
+    done = sh(["git", *argv], cwd=root, env={**os.environ, **GIT_ENV})
+    if done.returncode != 0:
+        raise Failed(f"git {argv[0]} in {root}: {done.stderr.strip()}")
+    return done.stdout.strip()
+
+
+def previous_release(work: Path) -> tuple[Path, str]:
+    """The example's tree (no build output, not qualified/) committed in a repository of its own
+    and tagged ``PREVIOUS``: the release the candidate is measured and diffed against."""
     root = work / "tinyinfer"
     shutil.copytree(EXAMPLE, root, ignore=shutil.ignore_patterns("build", "qualified"))
-    env = {**os.environ, "GIT_AUTHOR_NAME": "relgate qualify", "GIT_AUTHOR_EMAIL": "qualify@127.0.0.1",
-           "GIT_COMMITTER_NAME": "relgate qualify", "GIT_COMMITTER_EMAIL": "qualify@127.0.0.1"}
-    for argv in (["init", "-q", "-b", "main"], ["add", "-A"], ["commit", "-qm", "candidate: examples/tinyinfer"]):
-        done = sh(["git", *argv], cwd=root, env=env)
-        if done.returncode != 0:
-            raise Failed(f"git {argv[0]} in {root}: {done.stderr.strip()}")
-    return root, sh(["git", "rev-parse", "HEAD"], cwd=root).stdout.strip()
+    git(root, "init", "-q", "-b", "main")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "previous release: examples/tinyinfer")
+    git(root, "tag", "-a", "-m", "the previous release (same sources, one commit before the candidate)", PREVIOUS)
+    return root, git(root, "rev-parse", "HEAD")
+
+
+def candidate(root: Path) -> str:
+    """One commit after the previous release, outside the release notes (so it is its own candidate)."""
+    readme = root / "README.md"
+    readme.write_text(readme.read_text() + "\nRelease candidate, qualified over SSH by relgate.\n")
+    git(root, "commit", "-qam", "candidate: examples/tinyinfer")
+    return git(root, "rev-parse", "HEAD")
 
 
 def keygen(keygen_bin: str, path: Path) -> Path:
@@ -142,6 +177,22 @@ def write_hosts(hosts: Path, *, port: int, known_hosts: str, key: Path, workdir:
         f'workdir = "{workdir}"\n' + extra)
 
 
+def name_the_boards(manifests: Path, *, cpu: str, cuda: str) -> None:
+    """The release is qualified on the boards this run used: the CPU items on ``cpu``, the CUDA
+    items on ``cuda`` (the board detected over SSH, or ``host:gpu`` where it has none)."""
+    path = manifests / "checklist.toml"
+    text = path.read_text()
+    old = 'boards = ["host:local"]\n'
+    if old not in text:
+        raise Failed(f"{path}: no `{old.strip()}` line under [release] to name the boards in")
+    path.write_text(text.replace(old, f"boards = {json.dumps([cpu])}\n"
+                                      f"backend_boards = {{ cuda = {json.dumps([cuda])} }}   # qualify_over_ssh\n", 1))
+
+
+def board_of(steps: list[dict], host: str) -> str:
+    return next((s["board"] for s in steps if s["host"] == host and s["board"]), None) or f"host:{host}"
+
+
 def write_manifests(dest: Path, root: Path, cpu_on: str) -> None:
     shutil.copytree(CHECKOUT / "manifests", dest)
     project = dest / "project.toml"
@@ -194,7 +245,8 @@ def gpu_steps(manifests: Path) -> set[str]:
     """The steps whose placement needs what only a GPU machine offers (``requires`` cuda/nvcc)."""
     lanes = tomllib.loads((manifests / "lanes.toml").read_text())
     builds = tomllib.loads((manifests / "builds.toml").read_text())
-    names = {n for n, t in lanes.get("target", {}).items() if GPU_CAPS & set(t.get("requires", ()))}
+    ours = {n for n, lane in lanes.get("lanes", {}).items() if lane in SESSIONS}  # the lanes this run runs
+    names = {n for n, t in lanes.get("target", {}).items() if GPU_CAPS & set(t.get("requires", ())) and n in ours}
     releases = {n for n, t in builds.get("release", {}).items() if GPU_CAPS & set(t.get("requires", ()))}
     return names | {c["name"] for c in builds.get("check", []) if c.get("release") in releases}
 
@@ -213,7 +265,17 @@ def misplaced(steps: list[dict], gpu: set[str]) -> list[str]:
     return wrong
 
 
-def gather(out: Path, home: Path, steps: list[dict], sshd_log: Path) -> tuple[int, int]:
+def ledger_steps(cli: list[str], env: dict[str, str], root: Path, keep: Path | None = None,
+                 commit: str | None = None) -> list[dict]:
+    status = sh([*cli, "status", "--json", *(["--commit", commit] if commit else [])], env=env, cwd=root)
+    if status.returncode != 0:
+        raise Failed(f"relgate status --json: {status.stderr.strip()}")
+    if keep is not None:
+        keep.write_text(status.stdout)
+    return json.loads(status.stdout)["steps"]
+
+
+def gather(out: Path, home: Path, steps: list[dict], sshd_log: Path, previous: list[dict]) -> tuple[int, int]:
     sys.path.insert(0, str(CHECKOUT))
     from relgate.ledger.store import Ledger
 
@@ -232,12 +294,12 @@ def gather(out: Path, home: Path, steps: list[dict], sshd_log: Path) -> tuple[in
         lines.extend((home / r.path).read_text().splitlines())
     (out / "evidence.tsv").write_text("\n".join(lines) + "\n")
     meas = ["step\thost\tboard\tdriver\ttoolkit\tcommit\tmeasurement"]
-    for s in steps:
-        if s["lane"] == "bench" and s["log_path"]:
+    for s in [*steps, *previous]:  # the bench lane's rows, and the sign-off's measure and scorer runs (both sides)
+        if s["log_path"] and (s["lane"] in ("bench", "measure", "quality")):
             for line in (home / s["log_path"]).read_text().splitlines():
-                if line.startswith("bench "):
+                if line.startswith(("bench ", "summary ", "api_summary ")):
                     meas.append("\t".join([s["step"], s["host"], s["board"] or "-", s["driver"] or "-",
-                                           s["toolkit"] or "-", s["commit_sha"], line[6:]]))
+                                           s["toolkit"] or "-", s["commit_sha"], line]))
     (out / "measurements.tsv").write_text("\n".join(meas) + "\n")
     return len(rows), len(meas) - 1
 
@@ -253,10 +315,17 @@ def summarise(out: Path, *, sha: str, rc: int, steps: list[dict], wrong: list[st
              f"- placement: {'as intended' if not wrong else 'WRONG: ' + '; '.join(wrong)}",
              f"- evidence captures: {evidence}; measurement rows: {measurements}; sign-off: {signoff}", "",
              "| step | lane | host | verdict | reason |", "| --- | --- | --- | --- | --- |"]
+    lanes = [s for s in steps if s["session"] in SESSIONS]
     lines += [f"| {s['step']} | {s['lane'] or '-'} | {s['host']} | {s['verdict']} | {s['reason'] or ''} |"
-              for s in steps]
-    not_run = [s["step"] for s in steps if s["verdict"] != "pass"]
+              for s in lanes]
+    not_run = [s["step"] for s in lanes if s["verdict"] != "pass"]
     lines += ["", f"Not passed: {', '.join(not_run) if not_run else 'none'}"]
+    rest = [s for s in steps if s["session"] not in SESSIONS]
+    if rest:  # the sign-off's own runs at the candidate: compare (both sides), the scorers, evidence
+        lines += ["", "Sign-off runs at the candidate:", "", "| session | step | host | board | verdict | reason |",
+                  "| --- | --- | --- | --- | --- | --- |"]
+        lines += [f"| {s['session']} | {s['step']} | {s['host']} | {s['board'] or '-'} | {s['verdict']} | "
+                  f"{(s['reason'] or '').replace('|', '/')} |" for s in rest]
     (out / "summary.md").write_text("\n".join(lines) + "\n")
 
 
@@ -272,9 +341,9 @@ def main(argv: list[str] | None = None) -> int:
     proc = None
     try:
         args.out.mkdir(parents=True, exist_ok=True)
-        root, sha = candidate(work)
+        root, prev_sha = previous_release(work)
         proc, port, known = start_sshd(args.sshd, args.ssh_keygen, work / "ssh")
-        print(f"qualify: candidate {sha}; sshd pid {proc.pid} on 127.0.0.1:{port}", flush=True)
+        print(f"qualify: sshd pid {proc.pid} on 127.0.0.1:{port}", flush=True)
         write_hosts(work / "hosts", port=port, known_hosts=known, key=work / "ssh" / "id_ed25519",
                     workdir=work / "remote", cpu_on=args.cpu_on)
         write_manifests(work / "manifests", root, args.cpu_on)
@@ -290,20 +359,39 @@ def main(argv: list[str] | None = None) -> int:
         nox = [sys.executable, "-m", "nox", "-f", str(CHECKOUT / "noxfile.py")]
         log = args.out / "nox.log"
         log.write_text("")
+        signs = args.out / "signoff.txt"
+        signs.write_text("")
+        with_signoff = "signoff" in nox_sessions(env)
+        if with_signoff:  # the previous release's evidence, on the same boards, accepted as the baseline
+            run_logged([*nox, "-s", "gate", "contract"], env, root, signs)
+            run_logged([*cli, "evidence", "accept", "--release", PREVIOUS.removeprefix("v")], env, root, signs)
+        sha = candidate(root)
+        print(f"qualify: previous {PREVIOUS} {prev_sha}, candidate {sha}", flush=True)
         rc = run_logged([*nox, "-s", *SESSIONS, "--", "--require-all"], env, root, log)
         signoff = "no signoff session in this relgate"
-        if "signoff" in nox_sessions(env):
-            src = run_logged([*nox, "-s", "signoff"], env, root, args.out / "signoff.txt")
-            signoff = f"nox -s signoff exit {src} (signoff.txt)"
+        if with_signoff:
+            name_the_boards(work / "manifests", cpu=board_of(ledger_steps(cli, env, root), "local"
+                                                                if args.cpu_on == "local" else SSH_HOST),
+                            cuda=board_of(ledger_steps(cli, env, root), SSH_HOST))
+            steps_of = ["compare", "--", "--previous", PREVIOUS]
+            if run_logged([*nox, "-s", *steps_of], env, root, signs) == 3:  # the policy: a second batch
+                run_logged([*nox, "-s", *steps_of], env, root, signs)
+            run_logged([*nox, "-s", "evidence"], env, root, signs)
+            for item, reason in SKIPS.items():
+                run_logged([*cli, "skip", item, "--by", "qualify_over_ssh", "--reason", reason], env, root, signs)
+            src = run_logged([*nox, "-s", "signoff"], env, root, signs)
+            trc = run_logged([*nox, "-s", "tag"], env, root, signs)
+            signoff = f"nox -s signoff exit {src}; nox -s tag exit {trc} (signoff.txt)"
+            md = work / "home" / "signoff" / "signoff.md"
+            if md.exists():
+                with open(signs, "a") as fh:
+                    fh.write(f"\n===== signoff.md\n{md.read_text()}")
         else:
-            (args.out / "signoff.txt").write_text(signoff + "\n")
-        status = sh([*cli, "status", "--json"], env=env, cwd=root)
-        if status.returncode != 0:
-            raise Failed(f"relgate status --json: {status.stderr.strip()}")
-        (args.out / "status.json").write_text(status.stdout)
-        steps = json.loads(status.stdout)["steps"]
+            signs.write_text(signoff + "\n")
+        steps = ledger_steps(cli, env, root, keep=args.out / "status.json")
         wrong = misplaced(steps, gpu_steps(work / "manifests"))
-        evidence, measurements = gather(args.out, home, steps, work / "ssh" / "sshd.log")
+        previous = [s for s in ledger_steps(cli, env, root, commit=PREVIOUS) if s["session"] == "compare"]
+        evidence, measurements = gather(args.out, home, steps, work / "ssh" / "sshd.log", previous)
         summarise(args.out, sha=sha, rc=rc, steps=steps, wrong=wrong, evidence=evidence,
                   measurements=measurements, signoff=signoff, cpu_on=args.cpu_on)
         print((args.out / "summary.md").read_text(), flush=True)

@@ -1,4 +1,5 @@
 /* tinyinfer: run a kernel on deterministic inputs and print a checksum. */
+#define _POSIX_C_SOURCE 200809L /* clock_gettime */
 #include "tinyinfer.h"
 #include "ti_inputs.h"
 
@@ -6,9 +7,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define TI_MAX_DIM 16384u
 #define TI_EPS 1e-5f
+#define TI_MAX_RUNS 1000
 
 enum device { DEV_CPU, DEV_CUDA };
 
@@ -22,6 +25,8 @@ static void usage(FILE *f)
             "Commands:\n"
             "  matvec ROWS COLS   y = W x with W of ROWS x COLS\n"
             "  rmsnorm N          RMS-normalise a vector of N elements\n"
+            "  time-matvec N RUNS time matvec on an N x N matrix: one warm-up, then RUNS\n"
+            "                     timed runs in this process; one `bench` line per timing\n"
             "\n"
             "Options:\n"
 #ifdef TI_WITH_CUDA
@@ -123,6 +128,79 @@ out:
     return rc;
 }
 
+static int cmp_double(const void *a, const void *b)
+{
+    const double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* One line in the format the sign-off reads (kv): the median and every run, in us. */
+static void print_timing(const char *device, size_t n, const char *timing,
+                         const double *us, int runs, double checksum)
+{
+    double sorted[TI_MAX_RUNS];
+    memcpy(sorted, us, (size_t)runs * sizeof *us);
+    qsort(sorted, (size_t)runs, sizeof *sorted, cmp_double);
+    const double median = runs % 2 ? sorted[runs / 2]
+                                   : (sorted[runs / 2 - 1] + sorted[runs / 2]) / 2;
+    printf("bench matvec device=%s n=%zu timing=%s dtype=f32 runs=%d median_us=%.2f runs_us=",
+           device, n, timing, runs, median);
+    for (int i = 0; i < runs; i++)
+        printf("%s%.2f", i ? "," : "", us[i]);
+    printf(" checksum=%.6g\n", checksum);
+}
+
+static double now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+/* CPU: the kernel timed in this process (no process start in the figure).
+ * CUDA: the kernel alone by CUDA events (data resident on the device), and the
+ * whole call (allocation, copies, launch, copy back) by the host clock. */
+static int run_time_matvec(enum device dev, size_t n, int runs)
+{
+    float *W = malloc(n * n * sizeof *W);
+    float *x = malloc(n * sizeof *x);
+    float *y = malloc(n * sizeof *y);
+    double kernel_us[TI_MAX_RUNS], call_us[TI_MAX_RUNS];
+    int rc = 1;
+    if (!W || !x || !y) {
+        fprintf(stderr, "tinyinfer: out of memory\n");
+        goto out;
+    }
+    ti_det_fill(W, n * n, TI_SEED_W);
+    ti_det_fill(x, n, TI_SEED_X);
+    if (dev == DEV_CPU) {
+        ti_matvec_f32(y, W, x, n, n); /* warm-up, not counted */
+        for (int i = 0; i < runs; i++) {
+            const double t0 = now_us();
+            ti_matvec_f32(y, W, x, n, n);
+            kernel_us[i] = now_us() - t0;
+        }
+        print_timing("cpu", n, "kernel", kernel_us, runs, ti_checksum(y, n));
+    } else {
+#ifdef TI_WITH_CUDA
+        int st = ti_cuda_matvec_time(y, W, x, n, n, runs, kernel_us, call_us);
+        if (st != 0) {
+            fprintf(stderr, "tinyinfer: CUDA error %d\n", st);
+            goto out;
+        }
+        print_timing("cuda", n, "kernel", kernel_us, runs, ti_checksum(y, n));
+        print_timing("cuda", n, "call", call_us, runs, ti_checksum(y, n));
+#endif
+    }
+    (void)call_us;
+    rc = 0;
+out:
+    free(y);
+    free(x);
+    free(W);
+    return rc;
+}
+
 int main(int argc, char **argv)
 {
     enum device dev = DEV_CPU;
@@ -165,6 +243,13 @@ int main(int argc, char **argv)
             return usage_error("invalid ROWS", argv[i]);
         if (parse_dim(argv[i + 1], &b) != 0)
             return usage_error("invalid COLS", argv[i + 1]);
+    } else if (strcmp(cmd, "time-matvec") == 0) {
+        if (nargs != 2)
+            return usage_error("usage: tinyinfer time-matvec N RUNS", NULL);
+        if (parse_dim(argv[i], &a) != 0)
+            return usage_error("invalid N", argv[i]);
+        if (parse_dim(argv[i + 1], &b) != 0 || b > TI_MAX_RUNS)
+            return usage_error("invalid RUNS (1..1000)", argv[i + 1]);
     } else if (strcmp(cmd, "rmsnorm") == 0) {
         if (nargs != 1)
             return usage_error("usage: tinyinfer rmsnorm N", NULL);
@@ -182,6 +267,8 @@ int main(int argc, char **argv)
         }
 #endif
     }
+    if (strcmp(cmd, "time-matvec") == 0)
+        return run_time_matvec(dev, a, (int)b);
     return strcmp(cmd, "matvec") == 0 ? run_matvec(dev, a, b)
                                       : run_rmsnorm(dev, a);
 }

@@ -7,6 +7,7 @@
 #include <cuda_runtime.h>
 
 #include <stdint.h>
+#include <time.h>
 
 #define TI_RMSNORM_THREADS 256
 #define TI_MATVEC_THREADS 128
@@ -125,5 +126,71 @@ done:
     cudaFree(d_x);
     cudaFree(d_W);
     cudaFree(d_y);
+    return (int)err;
+}
+
+static double ti_now_us(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
+}
+
+extern "C" int ti_cuda_matvec_time(float *y, const float *W, const float *x,
+                                   size_t rows, size_t cols, int runs,
+                                   double *kernel_us, double *call_us)
+{
+    if (rows == 0 || cols == 0 || runs <= 0)
+        return (int)cudaErrorInvalidValue;
+    if (rows > SIZE_MAX / sizeof(float) / cols)
+        return (int)cudaErrorInvalidValue;
+    const size_t blocks = (rows + TI_MATVEC_THREADS - 1) / TI_MATVEC_THREADS;
+    if (blocks > 0x7fffffffu)
+        return (int)cudaErrorInvalidValue;
+
+    cudaError_t err = cudaSuccess;
+    const size_t w_bytes = rows * cols * sizeof(float);
+    float *d_y = NULL, *d_W = NULL, *d_x = NULL;
+    cudaEvent_t start = NULL, stop = NULL;
+
+    TI_CHECK(cudaEventCreate(&start));
+    TI_CHECK(cudaEventCreate(&stop));
+    TI_CHECK(cudaMalloc((void **)&d_y, rows * sizeof(float)));
+    TI_CHECK(cudaMalloc((void **)&d_W, w_bytes));
+    TI_CHECK(cudaMalloc((void **)&d_x, cols * sizeof(float)));
+    TI_CHECK(cudaMemcpy(d_W, W, w_bytes, cudaMemcpyHostToDevice));
+    TI_CHECK(cudaMemcpy(d_x, x, cols * sizeof(float), cudaMemcpyHostToDevice));
+    ti_matvec_kernel<<<(unsigned)blocks, TI_MATVEC_THREADS>>>(d_y, d_W, d_x, rows, cols);
+    TI_CHECK(cudaGetLastError());
+    TI_CHECK(cudaDeviceSynchronize()); /* the warm-up launch, not counted */
+    for (int i = 0; i < runs; i++) {
+        float ms = 0.0f;
+        TI_CHECK(cudaEventRecord(start));
+        ti_matvec_kernel<<<(unsigned)blocks, TI_MATVEC_THREADS>>>(d_y, d_W, d_x, rows, cols);
+        TI_CHECK(cudaGetLastError());
+        TI_CHECK(cudaEventRecord(stop));
+        TI_CHECK(cudaEventSynchronize(stop));
+        TI_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        kernel_us[i] = (double)ms * 1000.0;
+    }
+    TI_CHECK(cudaMemcpy(y, d_y, rows * sizeof(float), cudaMemcpyDeviceToHost));
+    for (int i = 0; i < runs; i++) {
+        const double t0 = ti_now_us();
+        const int st = ti_cuda_matvec_f32(y, W, x, rows, cols);
+        if (st != 0) {
+            err = (cudaError_t)st;
+            goto done;
+        }
+        call_us[i] = ti_now_us() - t0;
+    }
+
+done:
+    cudaFree(d_x);
+    cudaFree(d_W);
+    cudaFree(d_y);
+    if (stop)
+        cudaEventDestroy(stop);
+    if (start)
+        cudaEventDestroy(start);
     return (int)err;
 }

@@ -6,6 +6,9 @@
 # Usage: tests/score_quality.sh BINARY [--device D]
 set -eu
 bin=$1; shift
+opts="$*"   # --device D, passed to every call
+device=cpu
+[ "${1:-}" = --device ] && device=$2
 golden=$(dirname "$0")/quality_golden.txt
 cases=0; matched=0; mv=0; mv_ok=0; rn=0; rn_ok=0
 while IFS= read -r want; do
@@ -14,14 +17,15 @@ while IFS= read -r want; do
     kernel=$1
     if [ "$kernel" = matvec ]; then
         rows=${2#rows=}; cols=${3#cols=}
-        got=$("$bin" matvec "$rows" "$cols" || true)
+        got=$("$bin" $opts matvec "$rows" "$cols" || true)
         mv=$((mv + 1))
     else
         n=${2#n=}
-        got=$("$bin" rmsnorm "$n" || true)
+        got=$("$bin" $opts rmsnorm "$n" || true)
         rn=$((rn + 1))
     fi
     cases=$((cases + 1))
+    want=$(printf '%s\n' "$want" | sed "s/ device=cpu / device=$device /")  # the CPU reference's checksum
     if [ "$got" = "$want" ]; then
         matched=$((matched + 1))
         if [ "$kernel" = matvec ]; then mv_ok=$((mv_ok + 1)); else rn_ok=$((rn_ok + 1)); fi
