@@ -425,3 +425,43 @@ def test_a_remote_command_killed_by_a_signal_is_recorded_as_the_signal(sshd: Ssh
     assert killed.signal == 9 and killed.exit_code is None and killed.spawn_error is None
     crashed = ex.run(CommandRequest(shell="kill -SEGV $$", cwd=Path("/tmp")), Sink())
     assert crashed.signal == 11
+
+
+# --- the previous release measured on the same SSH host (found on the H200 run) --------------------------
+
+
+def test_compare_previous_runs_both_sides_on_the_ssh_host_each_on_its_own_verified_commit(sshd: Sshd,
+                                                                                          tinyinfer: Project) -> None:
+    """`nox -s compare -- --previous REF` builds REF in a worktree under the ledger home; on the H200
+    run the previous side of every CUDA measure was refused ("…/worktrees/… is outside the project").
+    Both sides now run on the host that offers the capability, each in the checkout of its own commit."""
+    lanes = tinyinfer.manifests / "lanes.toml"
+    text = lanes.read_text().replace('command = "make bench"\n', 'command = "make bench"\nrequires = ["remote-box"]\n', 1)
+    assert text != lanes.read_text()
+    lanes.write_text(text)
+    sshd.host_file(tinyinfer.hosts / "gpu1.toml", extra='capabilities = ["remote-box"]\n')
+    previous = git(tinyinfer.root, "rev-parse", "HEAD").strip()
+    git(tinyinfer.root, "tag", "v0.2.0")
+    (tinyinfer.root / "README.md").write_text((tinyinfer.root / "README.md").read_text() + "\nCandidate.\n")
+    candidate = tinyinfer.commit("candidate")
+    done = tinyinfer.nox("compare", extra=("--", "matvec", "--previous", "v0.2.0"))
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.returncode in (0, 1, 3), done.stdout + done.stderr  # timings: any verdict, never a refusal
+    with ledger_of(tinyinfer) as ledger:
+        steps = [s for s in ledger.steps() if s.session == "compare"]
+    assert [s.step for s in steps] == ["matvec@v0.2.0#1", "matvec#1", "matvec@v0.2.0#2", "matvec#2",
+                                       "matvec@v0.2.0#3", "matvec#3"]
+    assert all(s.verdict.value == "pass" and s.host == "gpu1" for s in steps), [(s.step, s.reason) for s in steps]
+    assert {s.commit_sha for s in steps if "@" in s.step} == {previous}
+    assert {s.commit_sha for s in steps if "@" not in s.step} == {candidate}
+    logs = {s.step: (tinyinfer.home / s.log_path).read_text() for s in steps if s.log_path}
+    work = sshd.dir / "work" / "tinyinfer"
+    assert f"HEAD of {work / previous} verified = {previous}" in logs["matvec@v0.2.0#1"]
+    assert f"HEAD of {work / candidate} verified = {candidate}" in logs["matvec#1"]
+    # A worktree with local changes is neither measured nor shipped as REF: refused before anything runs.
+    tree = next((tinyinfer.home / "worktrees").iterdir())
+    (tree / "Makefile").write_text((tree / "Makefile").read_text() + "\n# local change\n")
+    done = tinyinfer.nox("compare", extra=("--", "matvec", "--previous", "v0.2.0"))
+    assert "Traceback" not in done.stdout + done.stderr and done.returncode != 0, done.stdout + done.stderr
+    assert f"the worktree {tree} has local changes; it would not measure v0.2.0 as released" in \
+        done.stdout + done.stderr

@@ -66,6 +66,12 @@ ITEM = {"id": "gate", "title": "Gate", "auto": "lane:gate"}
     ({"release": {"boards": []}, "item": [ITEM]}, "release.boards: name at least one board"),
     ({"release": RELEASE, "item": [{**ITEM, "not_validated": " "}]}, "item[0].not_validated: must hold the text"),
     ({"item": [ITEM]}, "release: missing (required)"),
+    ({"release": {**RELEASE, "backend_boards": {"metal": ["M3"]}}, "item": [ITEM]},
+     'release.backend_boards.metal: "metal" is not one of the release\'s backends (cpu, cuda)'),
+    ({"release": {**RELEASE, "backend_boards": {"cuda": []}}, "item": [ITEM]},
+     "release.backend_boards.cuda: name at least one board"),
+    ({"release": {**RELEASE, "backend_boards": {"cuda": "H200"}}, "item": [ITEM]},
+     "release.backend_boards.cuda: expected"),
 ])
 def test_checklist_problems_name_file_and_key(data: dict[str, Any], message: str) -> None:
     with pytest.raises(ManifestError) as info:
@@ -86,3 +92,14 @@ def test_the_changelog_section_title_is_the_one_the_renderer_writes() -> None:
     from relgate.signoff.stage import _TITLE
 
     assert _TITLE == f"### {SECTION_TITLE}"
+
+
+def test_a_backends_items_are_checked_on_its_boards_the_rest_on_the_releases() -> None:
+    spec = parse_checklist({"release": {"boards": ["host:local"], "backends": ["cpu", "cuda", "rocm"],
+                                        "backend_boards": {"cuda": ["NVIDIA H200", "NVIDIA GB10"]}},
+                            "item": [ITEM]}, path=C, version="1.0")
+    rel = spec.release
+    assert rel.boards_for(("cuda",)) == ("NVIDIA H200", "NVIDIA GB10")
+    assert rel.boards_for(("cpu",)) == rel.boards_for(()) == rel.boards_for(("rocm",)) == ("host:local",)
+    assert rel.boards_for(("cpu", "cuda")) == ("host:local", "NVIDIA H200", "NVIDIA GB10")
+    assert rel.all_boards == ("host:local", "NVIDIA H200", "NVIDIA GB10")  # evidence: every board

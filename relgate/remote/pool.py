@@ -15,6 +15,7 @@ import getpass
 import os
 import shlex
 import socket
+import subprocess
 import threading
 import uuid
 from collections.abc import Sequence
@@ -70,6 +71,44 @@ class RunContext:
         except ValueError:
             raise SshError(f"{self.root} is not inside its git repository {top}: nothing can be delivered") from None
 
+    def candidate(self) -> Side:
+        repo, subdir = self.toplevel()
+        return Side(repo=repo, subdir=subdir, commit=self.commit, dirty=self.dirty, root=self.root.resolve())
+
+    def side_of(self, cwd: Path) -> Side:
+        """The tree a command's ``cwd`` belongs to: the candidate's, or another worktree of the same
+        repository (``nox -s compare --previous REF`` builds REF in one); anything else has no
+        place on a remote host."""
+        cwd = cwd.resolve()
+        if cwd == self.root.resolve() or self.root.resolve() in cwd.parents:
+            return self.candidate()
+        repo, subdir = self.toplevel()
+        done = _git(cwd, "rev-parse", "--show-toplevel", "--git-common-dir", "HEAD")
+        lines = done.stdout.splitlines()
+        if done.returncode != 0 or len(lines) != 3:
+            raise SshError(f"{cwd} is outside the project and no worktree of its repository")
+        top, common, commit = Path(lines[0]).resolve(), (cwd / lines[1]).resolve(), lines[2]
+        own = _git(repo, "rev-parse", "--git-common-dir").stdout.strip()
+        root = top / subdir if subdir != "." else top
+        if common != (repo / own).resolve() or not (cwd == root or root in cwd.parents):
+            raise SshError(f"{cwd} is outside the project and no worktree of its repository")
+        dirty = bool(_git(top, "status", "--porcelain", "--untracked-files=no").stdout.strip())
+        if dirty:
+            raise SshError(f"the worktree {top} has local changes: the host would run its commit "
+                           f"{commit[:12]}, not what is there; commit or reset them")
+        return Side(repo=top, subdir=subdir, commit=commit, dirty=False, root=root)
+
+
+class Side:
+    """One tree whose commit a remote host checks out: the candidate, or a worktree at REF."""
+
+    def __init__(self, *, repo: Path, subdir: str, commit: str, dirty: bool, root: Path) -> None:
+        self.repo, self.subdir, self.commit, self.dirty, self.root = repo, subdir, commit, dirty, root
+
+
+def _git(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *argv], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+
 
 class RemoteExecutor:
     """An SSH host as the runner sees it: prepared once (lock, preflight, delivery), then each
@@ -83,7 +122,8 @@ class RemoteExecutor:
         self._ctx = ctx
         self._detected = False
         self._failed: str | None = None
-        self._delivery: Delivery | None = None
+        self._prepared = False
+        self._deliveries: dict[str, Delivery] = {}  # commit → its verified checkout on the host
         self._lock: HostLock | None = None
         self._workdir: str | None = None
         self._guard = threading.Lock()
@@ -103,35 +143,39 @@ class RemoteExecutor:
                     self._failed = str(exc)
             return self.host
 
-    def _prepare(self, sink: LogSink) -> str | None:
+    def _prepare(self, sink: LogSink, side: Side) -> str | Delivery:
+        """The host locked (once) and ``side``'s commit checked out and verified (once per commit);
+        the delivery, or why the host cannot run anything."""
         with self._guard:
-            if self._failed is not None or self._delivery is not None:
+            if self._failed is not None:
                 return self._failed
+            if side.commit in self._deliveries:
+                return self._deliveries[side.commit]
             from relgate.remote.delivery import deliver
             from relgate.remote.locks import acquire, gpu_preflight
 
             say = lambda line: sink.write(f"# relgate: {line}\n")  # noqa: E731
             try:
                 workdir = self._remote_workdir()
-                if self.host.spec.exclusive:
+                if self.host.spec.exclusive and not self._prepared:
                     self._lock = acquire(self.ssh, workdir=workdir, owner=self._ctx.owner, run_id=self._ctx.token,
                                          wait=self.host.spec.lock_wait, say=say)
                     say(f"{self.host.name}: locked for this lane ({self._lock.describe()})")
                     gpu_preflight(self.ssh, say=say)
-                repo, subdir = self._ctx.toplevel()
-                self._delivery = deliver(self.ssh, repo=repo, commit=self._ctx.commit, workdir=workdir,
-                                         project=self._ctx.project, project_subdir=subdir)
+                self._prepared = True
+                d = deliver(self.ssh, repo=side.repo, commit=side.commit, workdir=workdir,
+                            project=self._ctx.project, project_subdir=side.subdir)
             except SshError as exc:
                 self._failed = str(exc)
                 return self._failed
-            d = self._delivery
+            self._deliveries[side.commit] = d
             how = ("checkout reused" if d.reused else "checked out") + (
                 f", {'incremental' if d.incremental else 'full'} bundle of {d.bundle_bytes} bytes" if d.bundle_bytes
                 else ", commit already there")
             say(f"{self.host.name}: HEAD of {d.checkout} verified = {d.commit} ({how})")
-            if self._ctx.dirty:
+            if side.dirty:
                 say("the local tree is dirty: the host runs the committed candidate only; the records say dirty")
-            return None
+            return d
 
     def _remote_workdir(self) -> str:
         if self._workdir is None:
@@ -146,16 +190,15 @@ class RemoteExecutor:
 
     def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
         started = datetime.now(timezone.utc)
-        failed = self._prepare(sink)
-        if failed is not None:
-            return self._refused(request, sink, failed, started)
-        assert self._delivery is not None
         try:
-            rel = Path(request.cwd).resolve().relative_to(self._ctx.root.resolve()).as_posix()
-        except ValueError:
-            return self._refused(request, sink, f"{request.cwd} is outside the project; it has no place on "
-                                 f"{self.host.name}", started)
-        cwd = PurePosixPath(self._delivery.project_dir) / rel
+            side = self._ctx.side_of(Path(request.cwd))
+        except SshError as exc:
+            return self._refused(request, sink, f"{exc}; it has no place on {self.host.name}", started)
+        delivery = self._prepare(sink, side)
+        if isinstance(delivery, str):
+            return self._refused(request, sink, delivery, started)
+        rel = Path(request.cwd).resolve().relative_to(side.root).as_posix()
+        cwd = PurePosixPath(delivery.project_dir) / rel
         env = dict(request.env)
         local_evidence: Path | None = None
         remote_evidence = ""

@@ -85,6 +85,14 @@ def previous_side(ws: Workspace, ref: str) -> Side:
                              capture_output=True, text=True)
         if add.returncode != 0:
             raise InputError(f"--previous {ref}: git worktree add failed: {add.stderr.strip()}")
+    # A reused worktree must still be REF, untouched: its rows are recorded as REF, clean.
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tree, capture_output=True, text=True).stdout.strip()
+    changed = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=tree,
+                             capture_output=True, text=True).stdout.strip()
+    if head != sha or changed:
+        raise InputError(f"--previous {ref}: the worktree {tree} " + ("has local changes" if head == sha else
+                         f"is at {head[:12]}, not {sha[:12]}") + "; it would not measure "
+                         f"{ref} as released. Remove it (git worktree remove --force {tree}) and run again")
     root = tree / ws.project.root.resolve().relative_to(top.resolve())
     if not root.is_dir():
         raise InputError(f"--previous {ref}: the project folder {root.relative_to(tree)} does not exist at {ref}")
