@@ -1,7 +1,7 @@
 #!/bin/sh
 # Timing only: matvec at a few sizes, timed inside the CLI process (`tinyinfer
-# time-matvec N RUNS`: one warm-up, then 7 timed runs). One line per size and timing:
-#   bench matvec device=D n=N timing=kernel|call dtype=f32 runs=7 median_us=… runs_us=… checksum=…
+# time-matvec N RUNS`: one warm-up, then 15 timed runs). One line per size and timing:
+#   bench matvec device=D n=N timing=kernel|call dtype=f32 runs=15 median_us=… runs_us=… checksum=…
 # timing=kernel is the kernel alone (on CUDA by CUDA events, data resident on the device);
 # timing=call (CUDA only) is the whole library call: allocation, copies, launch, copy back.
 # The process start and the CUDA context's creation are in neither. Host, board, driver
@@ -10,5 +10,5 @@
 set -eu
 bin=$1; shift
 for size in 512 1024 2048 4096; do
-    "$bin" "$@" time-matvec $size 7
+    "$bin" "$@" time-matvec $size 15
 done
