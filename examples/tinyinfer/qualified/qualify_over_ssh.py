@@ -297,7 +297,7 @@ def gather(out: Path, home: Path, steps: list[dict], sshd_log: Path, previous: l
     for s in [*steps, *previous]:  # the bench lane's rows, and the sign-off's measure and scorer runs (both sides)
         if s["log_path"] and (s["lane"] in ("bench", "measure", "quality")):
             for line in (home / s["log_path"]).read_text().splitlines():
-                if line.startswith(("bench ", "summary ", "api_summary ")):
+                if line.startswith(("bench ", "call ", "summary ", "api_summary ")):
                     meas.append("\t".join([s["step"], s["host"], s["board"] or "-", s["driver"] or "-",
                                            s["toolkit"] or "-", s["commit_sha"], line]))
     (out / "measurements.tsv").write_text("\n".join(meas) + "\n")
