@@ -8,8 +8,12 @@
 # The process start and the CUDA context's creation are in neither. Host, board, driver
 # and toolkit are the ledger row's, recorded by relgate with the step.
 # Usage: tests/bench_matvec.sh BINARY [--device D]
+# Pinned to one CPU where taskset exists (TI_BENCH_CPU, default 0): a process that the
+# scheduler moves between cores runs whole runs slower on a shared machine.
 set -eu
 bin=$1; shift
+pin=""
+command -v taskset >/dev/null 2>&1 && taskset -c "${TI_BENCH_CPU:-0}" true 2>/dev/null && pin="taskset -c ${TI_BENCH_CPU:-0}"
 for size in 512 1024 2048 4096; do
-    "$bin" "$@" time-matvec $size 15
+    $pin "$bin" "$@" time-matvec $size 15
 done
