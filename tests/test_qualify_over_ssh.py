@@ -144,7 +144,8 @@ def test_the_sign_off_runs_around_the_lanes_and_the_tag_is_refused(here_run: Run
     assert status["agent-checks"] == status["ci-green"] == status["maintainer-approval"] == "skipped"
     assert "against release 0.3.0-previous" in here_run.signoff and "0 unexpected" in here_run.signoff
     assert "tag refused: ci-green is skipped, it must be attested" in here_run.signoff
-    assert "nox -s signoff exit 1; nox -s tag exit 1" in here_run.summary
+    assert "nox -s signoff exit 1; nox -s tag exit 1 (signoff.txt); " in here_run.summary
+    assert here_run.signoff.count("-s compare -- --previous v0.3.0-previous") <= 4  # batches, as asked
     assert {s["step"] for s in here_run.signoff_steps} >= {"matvec#1", "scorer#1", "host:local"}
 
 
