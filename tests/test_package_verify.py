@@ -38,7 +38,15 @@ def test_c_example_is_packaged_from_the_commit_extracted_inspected_and_tested_of
         assert row["verdict"] == "pass" and row["dirty"] is False and row["lane"] == "package", row
     assert got["package"]["command"].startswith("git archive --format=tar.gz --prefix=tinyinfer-0.3.0/")
     assert "sha256 " in log_of(tinyinfer, got["extract"])
-    assert "8 required paths present" in log_of(tinyinfer, got["inspect"])  # 7 lane targets, 1 fixture
+    assert "9 required paths present" in log_of(tinyinfer, got["inspect"])  # 8 lane targets, 1 fixture
+    assert "clean: 18 files in tinyinfer-0.3.0.tar.gz" in log_of(tinyinfer, got["inspect"])
+    import io
+    import tarfile
+
+    listed = subprocess.run(["git", "archive", "--format=tar", "HEAD"], cwd=tinyinfer.root, capture_output=True)
+    names = tarfile.open(fileobj=io.BytesIO(listed.stdout)).getnames()
+    assert "src/kernels_cuda.cu" in names and not [n for n in names if n.startswith("qualified")]  # export-ignore
+    assert (tinyinfer.root / "qualified" / "qualify_over_ssh.py").is_file()  # in the repository, not the package
     for name in ("offline-build", "offline-tests"):
         row = got[name]
         assert row["command"].startswith("relgate-offline -- make")
