@@ -457,8 +457,8 @@ def test_compare_previous_builds_ref_in_a_worktree_and_interleaves(tinyinfer: Pr
     with ledger_of(tinyinfer) as ledger:
         steps = [s for s in ledger.steps() if s.session == "compare"]
         batches = ledger.batches(project=steps[0].project_key)  # batches carry the project's identity too
-    assert [s.step for s in steps] == ["matvec@v0.2.0#1", "matvec#1", "matvec@v0.2.0#2", "matvec#2",
-                                       "matvec@v0.2.0#3", "matvec#3", "scorer@v0.2.0#1", "scorer#1"]
+    assert [s.step for s in steps] == [*(f"matvec{side}#{i}" for i in range(1, 6) for side in ("@v0.2.0", "")),
+                                       "scorer@v0.2.0#1", "scorer#1"]  # runs = 5, A B A B …
     assert all(s.verdict.value == "pass" for s in steps), [(s.step, s.reason) for s in steps]
     assert {s.commit_sha for s in steps if "@" in s.step} == {previous}
     assert {s.commit_sha for s in steps if "@" not in s.step} == {candidate}
