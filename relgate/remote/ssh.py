@@ -132,7 +132,22 @@ def connect(spec: HostSpec) -> Connection:
     transport = client.get_transport()
     if transport is not None:
         transport.set_keepalive(max(1, int(spec.keepalive)))
+        _no_delay(transport.sock)
     return conn
+
+
+def _no_delay(sock: Any) -> None:
+    """Turn Nagle's algorithm off on the connection's socket, as OpenSSH's client does for
+    interactive sessions. Every command sends its wrapper script on stdin and then EOF: two
+    small packets, and with Nagle on the EOF waits for the host's delayed ACK of the script
+    (40 ms on Linux) before the host's shell can finish: a third of a short command's time
+    over a kept connection. Bulk output is unaffected (full packets go out at once either way).
+    A socket-like object that is not a TCP socket (a proxy command) is left as it is."""
+    try:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except (AttributeError, OSError):
+        pass
 
 
 def wrapper_script(request: CommandRequest, cwd: str, env: Mapping[str, str]) -> str:
