@@ -35,7 +35,7 @@ from fabric import Config, Connection
 from relgate.core.redact import Redactor, is_secret_name, redact_env
 from relgate.manifest.specs import HostSpec
 from relgate.remote.errors import SshError
-from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, LogSink
+from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, Interrupted, LogSink
 from relgate.run.hosts import Host
 
 __all__ = ["SshError", "SshExecutor", "fingerprint", "connect", "wrapper_script"]
@@ -226,6 +226,7 @@ class SshExecutor:
         self.spec = host.spec
         self._conn: Connection | None = None
         self._lock = threading.Lock()
+        self._stop: int | None = None  # the signal relgate was told to stop by (see interrupt)
 
     # --- the connection -------------------------------------------------------------------
 
@@ -236,6 +237,13 @@ class SshExecutor:
             self._conn = None
             self._conn = connect(self.spec)
             return self._conn
+
+    def interrupt(self, signum: int) -> None:
+        """relgate was told to stop (``signum``) while another thread runs a command here (a
+        fleet's worker): within a quarter of a second that command's remote process group is
+        ended and :meth:`run` raises :class:`Interrupted` in its own thread, so the step is
+        recorded as interrupted, as a local one is; no later command starts."""
+        self._stop = signum
 
     def close(self) -> None:
         with self._lock:
@@ -328,6 +336,8 @@ class SshExecutor:
         def say(message: str) -> None:
             lines.feed(f"\n# relgate: {message}\n".encode())
 
+        if self._stop is not None:
+            raise Interrupted(self._stop)
         try:
             chan = self._transport().open_session(window_size=_WINDOW, max_packet_size=_MAX_PACKET)
             chan.exec_command("exec /bin/sh -s")
@@ -368,12 +378,15 @@ class SshExecutor:
                     deadline = time.monotonic() + _KILL_GRACE + 5  # drain what the group still prints
                 elif timed_out and deadline is not None and time.monotonic() > deadline:
                     break
+                if self._stop is not None:
+                    raise Interrupted(self._stop)  # the group is ended below
             chan.status_event.wait(timeout=30)  # set by the exit status, or by the channel closing
             while chan.recv_stderr_ready():
                 control += chan.recv_stderr(65536)
         except BaseException:
-            # Ctrl-C, SIGTERM (Interrupted) or a crash here: never leave the command behind.
-            self._kill(pgid or _parse_pgid(control))
+            # Ctrl-C, SIGTERM (Interrupted, here or from interrupt()) or a crash: never leave
+            # the command behind.
+            self._kill(pgid or _await_pgid(chan, control))
             raise
         pgid = pgid or _parse_pgid(control)
         transport = chan.get_transport()
@@ -417,6 +430,19 @@ class SshExecutor:
         except SshError as exc:
             return f"{base}; could not reconnect to end process group {pgid} ({exc}); its watchdog ends it"
         return f"{base}; the remote process group {pgid} was ended"
+
+
+def _await_pgid(chan: paramiko.Channel, control: bytearray, limit: float = 5.0) -> int | None:
+    """The command's process group, waiting a little for the line that names it when the
+    stop came before it (a stop just after the start must still end the command)."""
+    deadline = time.monotonic() + limit
+    while True:
+        while chan.recv_stderr_ready():
+            control += chan.recv_stderr(65536)
+        pgid = _parse_pgid(control)
+        if pgid is not None or chan.closed or chan.exit_status_ready() or time.monotonic() > deadline:
+            return pgid
+        time.sleep(0.05)
 
 
 def _parse_pgid(control: bytes | bytearray) -> int | None:
