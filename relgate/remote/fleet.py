@@ -10,10 +10,10 @@ a step that breaks its worker is ``error`` with the reason, and so is every step
 had left, while the other hosts run to the end. Steps listed as ``alone`` (multi-host steps,
 which occupy several hosts) run after the parallel part, one at a time.
 
-On SIGTERM/Ctrl-C no new step starts; a command running on an SSH host is stopped (its
-remote process group ended) and its step recorded as interrupted, as a local run records
-its step, before the connections close and relgate exits. A step on this machine runs to its
-end (it is run from a worker thread, which no signal reaches).
+On SIGTERM/Ctrl-C no new step starts; the command each worker is running, on an SSH host or
+on this machine, is stopped (its process group ended, through the executor's ``interrupt``:
+no signal reaches a worker thread) and its step recorded as interrupted, as in a run without
+the fleet, before the connections close and relgate exits.
 """
 
 from __future__ import annotations
@@ -154,8 +154,8 @@ def run_fleet(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
                     for future in done:
                         results.update((r.host, r) for r in future.result())
             except BaseException as exc:
-                # No new step starts; a running remote command is stopped (its process group
-                # ended) and its step recorded as interrupted before the connections close.
+                # No new step starts; each running command is stopped (its process group ended)
+                # and its step recorded as interrupted before the connections close.
                 shared.stop.set()
                 signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
                 for placed in groups.values():
