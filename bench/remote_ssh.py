@@ -12,7 +12,8 @@
    log file) vs ``ssh host cmd > file`` (OpenSSH's client), alternating. Goals: ≤ 1.2 wall,
    relgate's peak memory ≤ 64 MiB (ru_maxrss of that interpreter, imports included).
 
-    python bench/remote_ssh.py [--rounds N] [--mb 100] [--only latency|bundle|stream ...] [--host-file F]
+    python bench/remote_ssh.py [--rounds N] [--mb 100] [--line TEXT] [--only latency|bundle|stream ...]
+                               [--host-file F]
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -176,8 +178,8 @@ print(json.dumps({{"wall": time.perf_counter() - t0, "rss": resource.getrusage(r
 """
 
 
-def stream(host_file: Path, tmp: Path, rounds: int, mb: int, fabric_mb: int) -> None:
-    cmd = f"yes {'x' * 99} | head -c {mb * 1000 * 1000}"  # 100-byte lines
+def stream(host_file: Path, tmp: Path, rounds: int, mb: int, fabric_mb: int, line: str) -> None:
+    cmd = f"yes {shlex.quote(line)} | head -c {mb * 1000 * 1000}"  # 100-byte lines by default
     ours_out, theirs_out = tmp / "ours.log", tmp / "ssh.log"
     child = _CHILD.format(paths=[str(REPO)], host_file=str(host_file), out=str(ours_out), cmd=cmd)
     spec = parse_host(read_toml(host_file), path=host_file)
@@ -224,6 +226,8 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
     p.add_argument("--mb", type=int, default=100)
+    p.add_argument("--line", default="x" * 99, help="the line the remote step prints over and over (default: "
+                   "99 x's; a compiler-like line with ':' makes redaction look for secret words in every chunk)")
     p.add_argument("--fabric-mb", type=int, default=2, help="for reference, Fabric's own capture of this many MB "
                    "and twice as many (0: not measured)")
     p.add_argument("--only", choices=("latency", "bundle", "stream"), action="append",
@@ -245,7 +249,7 @@ def main() -> int:
                 bundles(ex, tmp)
             ex.close()
             if "stream" in parts:
-                stream(host_file, tmp, args.rounds, args.mb, args.fabric_mb)
+                stream(host_file, tmp, args.rounds, args.mb, args.fabric_mb, args.line)
         finally:
             if server is not None:
                 server.stop()
