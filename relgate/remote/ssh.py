@@ -153,29 +153,38 @@ def _no_delay(sock: Any) -> None:
 def wrapper_script(request: CommandRequest, cwd: str, env: Mapping[str, str]) -> str:
     """The POSIX sh script (sent on stdin, so no secret shows in the host's process list) that
     runs the command in its own process group, reports the group on stderr, and ends the
-    group when the SSH session that started it is gone."""
+    group when the SSH channel that started it is gone.
+
+    The script is one ``{ … }`` block, so the host's shell reads all of it before it runs any
+    of it; relgate then keeps the channel's stdin open and sends nothing more. The watchdog, a
+    subshell of the script (no program of its own), blocks reading that stdin: it sees EOF only
+    when the channel or the connection is gone (sshd closes the pipe, or dies), and then ends
+    the group, at once. Per command the host starts ``/bin/sh``, ``setsid`` and the command;
+    nothing polls."""
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
     if request.argv is not None:
         command = shlex.join(request.argv)
     else:
         command = "/bin/sh -c " + shlex.quote(request.shell or "")
     return (
-        exports
+        "{\n"
+        + exports
         + f"cd {shlex.quote(cwd)} 2>/dev/null || {{ echo '{_NOCWD}' >&2; exit 127; }}\n"
         "if command -v setsid >/dev/null 2>&1; then set -- setsid\n"
         "else set -- perl -e 'setpgrp(0,0); exec @ARGV or die \"cannot run $ARGV[0]: $!\\n\"'; fi\n"
-        f'"$@" {command} </dev/null 2>&1 &\n'
+        "exec 3<&0\n"  # the channel's stdin, for the watchdog (a background job's own stdin is /dev/null)
+        f'"$@" {command} </dev/null 3<&- 2>&1 &\n'
         "pid=$!\n"
         f"printf '{_PGID}%s\\n' \"$pid\" >&2\n"
-        "ppid=$PPID\n"
-        "( trap '' HUP; while kill -0 \"$pid\" 2>/dev/null; do\n"
-        "    if ! kill -0 \"$ppid\" 2>/dev/null; then\n"
-        "      kill -TERM -\"$pid\" 2>/dev/null; sleep 2; kill -KILL -\"$pid\" 2>/dev/null; exit 0; fi\n"
-        "    sleep 1; done ) </dev/null >/dev/null 2>&1 &\n"
+        "( trap '' HUP; read -r _ <&3\n"
+        "  kill -TERM -\"$pid\" 2>/dev/null && { sleep 2; kill -KILL -\"$pid\" 2>/dev/null; }\n"
+        ") </dev/null >/dev/null 2>&1 &\n"
         "watch=$!\n"
+        "exec 3<&-\n"
         'wait "$pid"; rc=$?\n'
         'kill "$watch" 2>/dev/null\n'
         "exit $rc\n"
+        "}\n"
     )
 
 
@@ -341,8 +350,8 @@ class SshExecutor:
         try:
             chan = self._transport().open_session(window_size=_WINDOW, max_packet_size=_MAX_PACKET)
             chan.exec_command("exec /bin/sh -s")
+            # stdin stays open: its EOF is the host-side watchdog's sign that the channel is gone
             chan.sendall(wrapper_script(request, str(PurePosixPath(request.cwd)), env).encode())
-            chan.shutdown_write()
         except SshError as exc:
             say(str(exc))
             return result(spawn_error=str(exc))
