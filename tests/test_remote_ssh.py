@@ -149,8 +149,8 @@ def test_a_host_that_does_not_answer_is_an_error_after_the_connect_timeout(tmp_p
 
 
 def test_the_kept_connection_sends_small_packets_at_once(sshd: Sshd, tmp_path: Path) -> None:
-    # Each command sends its script and then EOF on stdin; with Nagle's algorithm on, the EOF
-    # waits for the host's delayed ACK (40 ms on Linux) and every short command pays for it.
+    # A command is a few small messages each way; with Nagle's algorithm on, one of them waits
+    # for the host's delayed ACK of the one before (40 ms on Linux) and every short command pays.
     ex = executor(sshd, tmp_path)
     sock = ex._transport().sock
     assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0

@@ -138,11 +138,12 @@ def connect(spec: HostSpec) -> Connection:
 
 def _no_delay(sock: Any) -> None:
     """Turn Nagle's algorithm off on the connection's socket, as OpenSSH's client does for
-    interactive sessions. Every command sends its wrapper script on stdin and then EOF: two
-    small packets, and with Nagle on the EOF waits for the host's delayed ACK of the script
-    (40 ms on Linux) before the host's shell can finish: a third of a short command's time
-    over a kept connection. Bulk output is unaffected (full packets go out at once either way).
-    A socket-like object that is not a TCP socket (a proxy command) is left as it is."""
+    interactive sessions. A command on a kept connection is a few small messages each way
+    (open the channel, the exec request, the script on stdin, the close); with Nagle on, one
+    of them waits for the host's delayed ACK of the one before (40 ms on Linux), which was
+    most of a short command's time here, raw paramiko's as much as relgate's. Bulk output is
+    unaffected (full packets go out at once either way). A socket-like object that is not a
+    TCP socket (a proxy command) is left as it is."""
     try:
         if sock.family in (socket.AF_INET, socket.AF_INET6):
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
