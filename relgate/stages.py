@@ -122,7 +122,8 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
             steps = spread(steps, pool.hosts)
         alone = [plan_multihost(m, pool, cwd=ws.project.root) for m in multihost]
         return finish(run_fleet_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool,
-                                     workers=lanes.fleet.workers, alone=alone, out=out), options, out)
+                                     workers=lanes.fleet.workers, alone=alone, out=out, options=options),
+                      options, out)
     return finish(run_plan(ws, steps, session=lane, argv=argv, reuse=options.reuse, pool=pool, out=out,
                            options=options),
                   options, out)

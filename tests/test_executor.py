@@ -208,6 +208,40 @@ def test_timeout_kills_the_whole_process_group(tmp_path: Path) -> None:
             os.kill(pid, signal.SIGKILL)
 
 
+def test_interrupt_from_another_thread_stops_the_command_and_raises_interrupted(tmp_path: Path) -> None:
+    # A fleet's worker thread runs the command; SIGTERM reaches only the main thread, which
+    # calls interrupt(): the worker's run ends the whole group and raises Interrupted there.
+    from relgate.run.executor import Interrupted
+
+    pidfile = tmp_path / "grandchild.pid"
+    executor = LocalExecutor(HOST)
+    sink = ListSink()
+    raised: list[BaseException] = []
+
+    def worker() -> None:
+        try:
+            executor.run(CommandRequest(shell=f"sleep 300 & echo $! > {shlex.quote(str(pidfile))}; echo started; "
+                                        "wait", cwd=tmp_path), sink)
+        except BaseException as exc:  # noqa: BLE001 - what the worker saw is the result here
+            raised.append(exc)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert wait_for(lambda: "started" in sink.text and pidfile.exists() and pidfile.read_text().strip())
+    pid = int(pidfile.read_text())
+    try:
+        executor.interrupt(signal.SIGTERM)
+        thread.join(timeout=60)
+        assert not thread.is_alive()
+        assert len(raised) == 1 and isinstance(raised[0], Interrupted) and raised[0].signum == signal.SIGTERM, raised
+        assert wait_for(lambda: pid_gone(pid)), f"grandchild {pid} survived the interrupt"
+        with pytest.raises(Interrupted):  # no later command starts
+            executor.run(CommandRequest(argv=("true",), cwd=tmp_path), ListSink())
+    finally:
+        if not pid_gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_background_straggler_holding_the_output_is_stopped(tmp_path: Path) -> None:
     # The command exits at once but leaves a grandchild that holds the output pipe open:
     # the executor returns the command's own exit status and does not leave it behind.

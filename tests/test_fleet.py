@@ -8,6 +8,7 @@ at the same time (serial runs would fail the step, not just be slow).
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from dataclasses import replace
@@ -479,7 +480,9 @@ requires = ["netns"]
 [fleet]
 every_host = ["gate"]
 """)
-    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "lane", "gate"], env=project.env, cwd=project.root,
+    report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
+    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "lane", "gate", "--report", str(report),
+                             "--junit", str(junit)], env=project.env, cwd=project.root,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         for _ in range(600):
@@ -488,6 +491,8 @@ every_host = ["gate"]
             time.sleep(0.05)
         pids = sorted(marks.glob("*.pid"))
         assert len(pids) == 2, proc.communicate(timeout=60)
+        running = json.loads(report.read_text())  # written at the start, as a local run's is
+        assert running["ok"] is False and running["status"] == "running", running
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)
     finally:
@@ -501,6 +506,50 @@ every_host = ["gate"]
         assert ledger.runs()[-1].outcome == "interrupted"
         stopped = [s for s in ledger.steps(run_id=ledger.runs()[-1].id) if s.step != "lane-census"]
         assert len(stopped) == 2 and all(s.verdict is not Verdict.PASS for s in stopped), stopped
+        # recorded as stopped by the signal, as locally; not as a lost connection
+        assert all(s.verdict is Verdict.ERROR and s.reason == "interrupted by SIGTERM while running"
+                   for s in stopped), [(s.step, s.verdict, s.reason) for s in stopped]
+    assert json.loads(report.read_text())["status"] == "running"  # never a green left behind
+    assert "not finished" in junit.read_text()
+
+
+def test_cli_sigterm_during_a_fleet_lane_stops_this_machines_step_too_and_records_it_interrupted(
+        tmp_path: Path) -> None:
+    import signal
+    import subprocess
+    import sys
+
+    project = _fleet_project(tmp_path, [], [])  # the fleet is this machine alone: its worker is a thread
+    pidfile = tmp_path / "local.pid"
+    (project.manifests / "lanes.toml").write_text(f"""
+[lanes]
+"kernels-cpu" = "gate"
+[target.kernels-cpu]
+path = "tests/test_kernels.c"
+command = "sh -c 'echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; exec sleep 600'"
+[fleet]
+every_host = ["gate"]
+""")
+    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "lane", "gate"], env=project.env, cwd=project.root,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        for _ in range(600):
+            if pidfile.exists():
+                break
+            time.sleep(0.05)
+        assert pidfile.exists(), proc.communicate(timeout=60)
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)  # not the 600 s the step would run
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 128 + signal.SIGTERM, out + err
+    assert not _alive(pidfile)
+    with ledger_of(project) as ledger:
+        assert ledger.runs()[-1].outcome == "interrupted"
+        stopped = [s for s in ledger.steps(run_id=ledger.runs()[-1].id) if s.step != "lane-census"]
+        assert [(s.verdict, s.reason) for s in stopped] == [(Verdict.ERROR, "interrupted by SIGTERM while running")]
 
 
 def test_an_exclusive_host_runs_its_steps_one_after_another_under_one_lock_for_the_lane(ns, tmp_path: Path) -> None:

@@ -79,6 +79,13 @@ def test_redact_env_masks_secret_names_only_and_keeps_empty_values() -> None:
         (["yes", "1"], "yes 1 yes\n", "yes 1 yes\n"),
         (["12345"], "build 12345 done", "build 12345 done"),
         ([], "plain text, nothing secret\n", "plain text, nothing secret\n"),
+        # a secret word with neither separator is text; with only one, that one's pattern applies
+        ([], "token auth secret key cookie\n", "token auth secret key cookie\n"),
+        ([], "x-api-key: abcdef123456\n", f"x-api-key: {MASK}\n"),
+        ([], "a line\nthen PASSWORD=hunter2222 later\n", f"a line\nthen PASSWORD={MASK} later\n"),
+        ([], "Cookie: sid=abcdef123456\n", f"Cookie: {MASK}\n"),
+        ([], "clone https://ghp_abcdefghijklmnop1234@github.com/o/r\n",
+         f"clone https://{MASK}@github.com/o/r\n"),
     ],
 )
 def test_redactor(secrets: list[str], text: str, expected: str) -> None:

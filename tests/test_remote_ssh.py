@@ -148,6 +148,16 @@ def test_a_host_that_does_not_answer_is_an_error_after_the_connect_timeout(tmp_p
     assert result.spawn_error is not None and "cannot connect" in result.spawn_error
 
 
+def test_the_kept_connection_sends_small_packets_at_once(sshd: Sshd, tmp_path: Path) -> None:
+    # A command is a few small messages each way; with Nagle's algorithm on, one of them waits
+    # for the host's delayed ACK of the one before (40 ms on Linux) and every short command pays.
+    ex = executor(sshd, tmp_path)
+    sock = ex._transport().sock
+    assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+    assert ex.run(CommandRequest(argv=("true",), cwd=Path("/tmp")), Sink()).ok
+    ex.close()
+
+
 def test_a_command_timeout_ends_the_remote_process_group(sshd: Sshd, tmp_path: Path) -> None:
     ex = executor(sshd, tmp_path)
     pids = tmp_path / "pids"

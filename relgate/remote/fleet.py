@@ -10,12 +10,15 @@ a step that breaks its worker is ``error`` with the reason, and so is every step
 had left, while the other hosts run to the end. Steps listed as ``alone`` (multi-host steps,
 which occupy several hosts) run after the parallel part, one at a time.
 
-On SIGTERM/Ctrl-C no new step starts; steps already running on a host finish (or time
-out) and are recorded before relgate exits.
+On SIGTERM/Ctrl-C no new step starts; the command each worker is running, on an SSH host or
+on this machine, is stopped (its process group ended, through the executor's ``interrupt``:
+no signal reaches a worker thread) and its step recorded as interrupted, as in a run without
+the fleet, before the connections close and relgate exits.
 """
 
 from __future__ import annotations
 
+import signal
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -31,11 +34,12 @@ from relgate.ledger.gitfacts import GitFacts
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import DEFAULT_WORKERS
+from relgate.manifest.options import RunOptions
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.workspace import Workspace
 from relgate.run.console import ConsoleReporter, render_summary
 from relgate.run.executor import Executor, Interrupted
-from relgate.run.flow import candidate_facts
+from relgate.run.flow import candidate_facts, start_reports
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool, Reporter, RunSummary, StepOutcome, run_step, sigterm_interrupts
@@ -149,9 +153,17 @@ def run_fleet(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
                     done, pending = wait(pending, timeout=0.5, return_when=FIRST_EXCEPTION)
                     for future in done:
                         results.update((r.host, r) for r in future.result())
-            except BaseException:
-                shared.stop.set()  # no new step starts; running ones finish and are recorded
-                threads.shutdown(wait=False, cancel_futures=True)
+            except BaseException as exc:
+                # No new step starts; each running command is stopped (its process group ended)
+                # and its step recorded as interrupted before the connections close.
+                shared.stop.set()
+                signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+                for placed in groups.values():
+                    for executor, _ in placed:
+                        stop = getattr(executor, "interrupt", None)
+                        if stop is not None:
+                            stop(signum)
+                threads.shutdown(wait=True, cancel_futures=True)  # a second stop goes on up at once
                 raise
             threads.shutdown(wait=True)
         alone_outcomes = []
@@ -226,8 +238,10 @@ def render_hosts(result: FleetResult, out: TextIO = sys.stdout) -> None:
 
 def run_fleet_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv: Sequence[str],
                    pool: HostPool, reuse: bool = False, workers: int = DEFAULT_WORKERS,
-                   alone: Sequence[PlannedStep] = (), out: TextIO = sys.stdout) -> RunSummary:
-    """:func:`relgate.run.flow.run_plan` over the fleet: one ledger run, the per-host lines, the table."""
+                   alone: Sequence[PlannedStep] = (), out: TextIO = sys.stdout,
+                   options: RunOptions | None = None) -> RunSummary:
+    """:func:`relgate.run.flow.run_plan` over the fleet: one ledger run, the per-host lines, the table;
+    the reports ``options`` asks for say "running" until :func:`relgate.run.flow.finish` replaces them."""
     facts = candidate_facts(ws)
     check_placement(ws, [*steps, *alone])
     try:
@@ -235,6 +249,7 @@ def run_fleet_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str,
             run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
                                       project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
                                       dirty=facts.dirty, identity=project_identity(ws, facts))
+            start_reports(options, run_id=run_id, session=session, facts=facts)
             summary = RunSummary(run_id=run_id, session=session, facts=facts)
             try:
                 result = run_fleet(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,

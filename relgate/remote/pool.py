@@ -233,6 +233,10 @@ class RemoteExecutor:
                              duration=0.0, timed_out=False, spawn_error=message, log_path=sink.path,
                              tail=message + "\n")
 
+    def interrupt(self, signum: int) -> None:
+        """From another thread: stop the command running here (see :meth:`SshExecutor.interrupt`)."""
+        self.ssh.interrupt(signum)
+
     def close(self) -> None:
         with self._guard:
             if self._lock is not None:

@@ -35,7 +35,7 @@ from fabric import Config, Connection
 from relgate.core.redact import Redactor, is_secret_name, redact_env
 from relgate.manifest.specs import HostSpec
 from relgate.remote.errors import SshError
-from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, LogSink
+from relgate.run.executor import TAIL_LINES, CommandRequest, CommandResult, Interrupted, LogSink
 from relgate.run.hosts import Host
 
 __all__ = ["SshError", "SshExecutor", "fingerprint", "connect", "wrapper_script"]
@@ -132,35 +132,60 @@ def connect(spec: HostSpec) -> Connection:
     transport = client.get_transport()
     if transport is not None:
         transport.set_keepalive(max(1, int(spec.keepalive)))
+        _no_delay(transport.sock)
     return conn
+
+
+def _no_delay(sock: Any) -> None:
+    """Turn Nagle's algorithm off on the connection's socket, as OpenSSH's client does for
+    interactive sessions. A command on a kept connection is a few small messages each way
+    (open the channel, the exec request, the script on stdin, the close); with Nagle on, one
+    of them waits for the host's delayed ACK of the one before (40 ms on Linux), which was
+    most of a short command's time here, raw paramiko's as much as relgate's. Bulk output is
+    unaffected (full packets go out at once either way). A socket-like object that is not a
+    TCP socket (a proxy command) is left as it is."""
+    try:
+        if sock.family in (socket.AF_INET, socket.AF_INET6):
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    except (AttributeError, OSError):
+        pass
 
 
 def wrapper_script(request: CommandRequest, cwd: str, env: Mapping[str, str]) -> str:
     """The POSIX sh script (sent on stdin, so no secret shows in the host's process list) that
     runs the command in its own process group, reports the group on stderr, and ends the
-    group when the SSH session that started it is gone."""
+    group when the SSH channel that started it is gone.
+
+    The script is one ``{ … }`` block, so the host's shell reads all of it before it runs any
+    of it; relgate then keeps the channel's stdin open and sends nothing more. The watchdog, a
+    subshell of the script (no program of its own), blocks reading that stdin: it sees EOF only
+    when the channel or the connection is gone (sshd closes the pipe, or dies), and then ends
+    the group, at once. Per command the host starts ``/bin/sh``, ``setsid`` and the command;
+    nothing polls."""
     exports = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in env.items())
     if request.argv is not None:
         command = shlex.join(request.argv)
     else:
         command = "/bin/sh -c " + shlex.quote(request.shell or "")
     return (
-        exports
+        "{\n"
+        + exports
         + f"cd {shlex.quote(cwd)} 2>/dev/null || {{ echo '{_NOCWD}' >&2; exit 127; }}\n"
         "if command -v setsid >/dev/null 2>&1; then set -- setsid\n"
         "else set -- perl -e 'setpgrp(0,0); exec @ARGV or die \"cannot run $ARGV[0]: $!\\n\"'; fi\n"
-        f'"$@" {command} </dev/null 2>&1 &\n'
+        "exec 3<&0\n"  # the channel's stdin, for the watchdog (a background job's own stdin is /dev/null)
+        f'"$@" {command} </dev/null 3<&- 2>&1 &\n'
         "pid=$!\n"
         f"printf '{_PGID}%s\\n' \"$pid\" >&2\n"
-        "ppid=$PPID\n"
-        "( trap '' HUP; while kill -0 \"$pid\" 2>/dev/null; do\n"
-        "    if ! kill -0 \"$ppid\" 2>/dev/null; then\n"
-        "      kill -TERM -\"$pid\" 2>/dev/null; sleep 2; kill -KILL -\"$pid\" 2>/dev/null; exit 0; fi\n"
-        "    sleep 1; done ) </dev/null >/dev/null 2>&1 &\n"
+        "( trap '' HUP; read -r _ <&3\n"
+        "  kill -TERM -\"$pid\" 2>/dev/null && { sleep 2; kill -KILL -\"$pid\" 2>/dev/null; }\n"
+        ") </dev/null >/dev/null 2>&1 &\n"
         "watch=$!\n"
+        "exec 3<&-\n"
         'wait "$pid"; rc=$?\n'
         'kill "$watch" 2>/dev/null\n'
         "exit $rc\n"
+        "}\n"
     )
 
 
@@ -211,6 +236,7 @@ class SshExecutor:
         self.spec = host.spec
         self._conn: Connection | None = None
         self._lock = threading.Lock()
+        self._stop: int | None = None  # the signal relgate was told to stop by (see interrupt)
 
     # --- the connection -------------------------------------------------------------------
 
@@ -221,6 +247,13 @@ class SshExecutor:
             self._conn = None
             self._conn = connect(self.spec)
             return self._conn
+
+    def interrupt(self, signum: int) -> None:
+        """relgate was told to stop (``signum``) while another thread runs a command here (a
+        fleet's worker): within a quarter of a second that command's remote process group is
+        ended and :meth:`run` raises :class:`Interrupted` in its own thread, so the step is
+        recorded as interrupted, as a local one is; no later command starts."""
+        self._stop = signum
 
     def close(self) -> None:
         with self._lock:
@@ -313,11 +346,13 @@ class SshExecutor:
         def say(message: str) -> None:
             lines.feed(f"\n# relgate: {message}\n".encode())
 
+        if self._stop is not None:
+            raise Interrupted(self._stop)
         try:
             chan = self._transport().open_session(window_size=_WINDOW, max_packet_size=_MAX_PACKET)
             chan.exec_command("exec /bin/sh -s")
+            # stdin stays open: its EOF is the host-side watchdog's sign that the channel is gone
             chan.sendall(wrapper_script(request, str(PurePosixPath(request.cwd)), env).encode())
-            chan.shutdown_write()
         except SshError as exc:
             say(str(exc))
             return result(spawn_error=str(exc))
@@ -353,12 +388,15 @@ class SshExecutor:
                     deadline = time.monotonic() + _KILL_GRACE + 5  # drain what the group still prints
                 elif timed_out and deadline is not None and time.monotonic() > deadline:
                     break
+                if self._stop is not None:
+                    raise Interrupted(self._stop)  # the group is ended below
             chan.status_event.wait(timeout=30)  # set by the exit status, or by the channel closing
             while chan.recv_stderr_ready():
                 control += chan.recv_stderr(65536)
         except BaseException:
-            # Ctrl-C, SIGTERM (Interrupted) or a crash here: never leave the command behind.
-            self._kill(pgid or _parse_pgid(control))
+            # Ctrl-C, SIGTERM (Interrupted, here or from interrupt()) or a crash: never leave
+            # the command behind.
+            self._kill(pgid or _await_pgid(chan, control))
             raise
         pgid = pgid or _parse_pgid(control)
         transport = chan.get_transport()
@@ -402,6 +440,19 @@ class SshExecutor:
         except SshError as exc:
             return f"{base}; could not reconnect to end process group {pgid} ({exc}); its watchdog ends it"
         return f"{base}; the remote process group {pgid} was ended"
+
+
+def _await_pgid(chan: paramiko.Channel, control: bytearray, limit: float = 5.0) -> int | None:
+    """The command's process group, waiting a little for the line that names it when the
+    stop came before it (a stop just after the start must still end the command)."""
+    deadline = time.monotonic() + limit
+    while True:
+        while chan.recv_stderr_ready():
+            control += chan.recv_stderr(65536)
+        pgid = _parse_pgid(control)
+        if pgid is not None or chan.closed or chan.exit_status_ready() or time.monotonic() > deadline:
+            return pgid
+        time.sleep(0.05)
 
 
 def _parse_pgid(control: bytes | bytearray) -> int | None:

@@ -187,8 +187,35 @@ class LocalExecutor:
         self._base_env = dict(os.environ if base_env is None else base_env)
         self._grace = kill_grace(self._base_env)
         self._guardian = guardian(self._grace)
+        self._stop: int | None = None  # the signal relgate was told to stop by (see interrupt)
+
+    def interrupt(self, signum: int) -> None:
+        """relgate was told to stop (``signum``) while a thread other than the main one runs a
+        command here (a fleet's worker, which no signal reaches): within a quarter of a second
+        :meth:`run` ends that command's group and raises :class:`Interrupted` in its own thread,
+        as the signal does in the main thread; no later command starts."""
+        self._stop = signum
+
+    def _wait(self, proc: subprocess.Popen[bytes], timeout: float | None) -> None:
+        """``proc.wait(timeout)``; off the main thread, in short waits that see :meth:`interrupt`."""
+        if threading.current_thread() is threading.main_thread():
+            proc.wait(timeout=timeout)  # blocks in waitpid (no polling); a signal handler's exception gets through
+            return
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if self._stop is not None:
+                raise Interrupted(self._stop)
+            left = 0.25 if deadline is None else min(0.25, max(0.0, deadline - time.monotonic()))
+            try:
+                proc.wait(timeout=left)
+                return
+            except subprocess.TimeoutExpired:
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise
 
     def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
+        if self._stop is not None:
+            raise Interrupted(self._stop)
         tag = new_tag()
         env = {**self._base_env, **request.env, TAG_VAR: tag}
         # Values of secret-named variables, and secrets passed on the command line: the
@@ -234,8 +261,7 @@ class LocalExecutor:
         timed_out = False
         try:
             try:
-                # Blocks in waitpid (no polling); a signal handler's exception still gets through.
-                proc.wait(timeout=request.timeout)
+                self._wait(proc, request.timeout)
             except subprocess.TimeoutExpired:
                 timed_out = True
                 _kill_group(proc, self._grace)

@@ -20,7 +20,7 @@ from relgate.run.console import ConsoleReporter, render_summary
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool, RunSummary, run_steps
 
-__all__ = ["candidate_facts", "run_plan", "finish"]
+__all__ = ["candidate_facts", "run_plan", "start_reports", "finish"]
 
 
 def candidate_facts(ws: Workspace) -> GitFacts:
@@ -49,12 +49,7 @@ def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv:
             run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
                                       project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
                                       dirty=facts.dirty, identity=project_identity(ws, facts))
-            if options is not None and (options.report or options.junit):
-                from relgate.run.reports import write_running
-
-                write_running(json_path=options.report and _per_session(options.report, session),
-                              junit_path=options.junit and _per_session(options.junit, session), run_id=run_id,
-                              session=session, facts=facts)
+            start_reports(options, run_id=run_id, session=session, facts=facts)
             summary = run_steps(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
                                 reporter=ConsoleReporter(out), reuse=reuse)
     finally:
@@ -63,6 +58,17 @@ def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv:
             close()
     render_summary(summary, out)
     return summary
+
+
+def start_reports(options: RunOptions | None, *, run_id: str, session: str, facts: GitFacts) -> None:
+    """The reports ``options`` asks for, saying "running" (never green) until :func:`finish`
+    replaces them: an interrupted run leaves no earlier run's green report behind."""
+    if options is not None and (options.report or options.junit):
+        from relgate.run.reports import write_running
+
+        write_running(json_path=options.report and _per_session(options.report, session),
+                      junit_path=options.junit and _per_session(options.junit, session), run_id=run_id,
+                      session=session, facts=facts)
 
 
 def finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:
