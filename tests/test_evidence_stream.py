@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from relgate.core.errors import InputError
-from relgate.evidence.cells import diff_cells, merge_captures, read_cells, render_capture
 from relgate.evidence import stream
+from relgate.evidence.cells import diff_cells, merge_captures, read_cells, render_capture
 from relgate.evidence.stream import count_cells, diff_sorted, sorted_cells, write_sorted
 
 SUITES = ["scan", "scan2", "scan\x01", "golden", "é", "s p", "a", "ab"]
@@ -128,3 +128,49 @@ def test_a_value_ending_in_cr_is_refused_as_write_cells_does(tmp_path: Path) -> 
 def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such evidence file"), ExitStack() as stack:
         sorted_cells(stack, [[tmp_path / "nope.cells"]], tmp=None)
+
+
+# --- the diff command's fast path (bytes rows, one side keyed) against the reference -----------------
+
+
+def _pair_of_captures(rng: random.Random) -> tuple[bytes, bytes]:
+    n = rng.randrange(0, 400)
+    rows = [(f"s{i % 5}", rng.choice(["cpu", "cuda", "é"]), f"k{i}", f"{rng.random():.3f}") for i in range(n)]
+    if rng.random() < 0.2 and rows:  # a cell written twice
+        rows.insert(rng.randrange(len(rows) + 1), (*rows[rng.randrange(len(rows))][:3], "again"))
+    cand = [list(r) for r in rows]
+    for _ in range(rng.randrange(0, 5)):
+        if cand:
+            del cand[rng.randrange(len(cand))]
+    for p in range(0, len(cand), rng.choice([3, 10, 100])):
+        cand[p][3] = f"{rng.random():.3f}m"
+    for n_new in range(rng.randrange(0, 5)):
+        cand.insert(rng.randrange(len(cand) + 1), ["new", "cpu", f"added{n_new}", "1"])
+    if rng.random() < 0.15 and cand:  # the candidate writes a row or a cell twice
+        dup = list(cand[rng.randrange(len(cand))])
+        if rng.random() < 0.5:
+            dup[3] = "other"
+        cand.insert(rng.randrange(len(cand) + 1), dup)
+    if rng.random() < 0.3:
+        rng.shuffle(cand)
+    elif rng.random() < 0.3 and len(cand) > 4:  # a stretch in another order
+        a = rng.randrange(len(cand) - 3)
+        cand[a:a + 3] = reversed(cand[a:a + 3])
+
+    def text(rs: list) -> bytes:
+        header = "# relgate evidence\n" if rng.random() < 0.5 else ""
+        return (header + "".join("\t".join(r) + "\n" for r in rs)).encode()
+
+    return text(rows), text(cand)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_diff_command_fast_path_matches_the_reference(tmp_path: Path, seed: int) -> None:
+    from relgate.evidence.cells import _diff_files
+
+    rng = random.Random(seed)
+    base_bytes, cand_bytes = _pair_of_captures(rng)
+    base = _write(tmp_path, "base.cells", base_bytes)
+    cand = _write(tmp_path, "cand.cells", cand_bytes)
+    assert _diff_files(base, cand) == diff_cells(read_cells(base), read_cells(cand))
+    assert _diff_files(cand, base) == diff_cells(read_cells(cand), read_cells(base))

@@ -53,7 +53,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from itertools import compress, count, islice, repeat
+from itertools import chain, compress, count, filterfalse, islice, repeat
 from operator import itemgetter, ne
 from pathlib import Path
 from typing import Any, TextIO
@@ -280,15 +280,16 @@ def _parse_text(text: str, source: str) -> _Side:
     return _parse_reference(text, source)  # rows with tabs in values; a bad row: names the first bad line
 
 
-def _parse_bytes(data: bytes, source: str) -> _Side:
-    """Parse a capture's bytes; the fast path takes a header of comments, then rows."""
+def _shaped(data: bytes) -> tuple[bytes, int, bool]:
+    """A capture's bytes without BOM and CRs before LF, how many header lines (comments and
+    empty lines before the first row) it starts with, and whether the rows after the header
+    are all well formed (exactly three tabs, no empty suite, arm or key, no comment)."""
     if data.startswith(_BOM_BYTES):
         data = data[len(_BOM_BYTES) :]
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
         if data.endswith(b"\r"):
             data = data[:-1]
-    # The header: comment and empty lines before the first row.
     start = header_lines = 0
     while data.startswith((b"#", b"\n"), start):
         end = data.find(b"\n", start)
@@ -313,7 +314,12 @@ def _parse_bytes(data: bytes, source: str) -> _Side:
         # no comment among the rows
         and (data.find(b"#", start) < 0 or data.rfind(b"\n#", start) < 0)
     )
-    del tabs_and_lfs, shape
+    return data, header_lines, fast
+
+
+def _parse_bytes(data: bytes, source: str) -> _Side:
+    """Parse a capture's bytes; the fast path takes a header of comments, then rows."""
+    data, header_lines, fast = _shaped(data)
     text = _decode(data, source)
     del data
     if not fast:
@@ -323,6 +329,24 @@ def _parse_bytes(data: bytes, source: str) -> _Side:
     if not lines[-1]:
         lines.pop()
     return _side_from_rows(lines)
+
+
+def _fast_rows(data: bytes) -> list[bytes] | None:
+    """A capture's rows as bytes when it has the usual shape (a header, then well-formed rows)
+    and is valid UTF-8; None for anything else (the reference parser then reads it)."""
+    data, header_lines, fast = _shaped(data)
+    if not fast:
+        return None
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    rows = data.split(b"\n")
+    del data, rows[:header_lines]
+    if not rows[-1]:
+        rows.pop()
+    return rows
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -568,6 +592,119 @@ def _diff_sides(base: _Side, cand: _Side) -> EvidenceDiff:
     )
 
 
+def _row_key(row: bytes) -> bytes:
+    return row.rpartition(b"\t")[0]
+
+
+def _row_cell(row: bytes) -> Cell:
+    suite, arm, key, _value = row.decode("utf-8").split("\t")
+    return (suite, arm, key)
+
+
+def _row_value(row: bytes) -> str:
+    return row.rpartition(b"\t")[2].decode("utf-8")
+
+
+def _diff_rows(brows: list[bytes], crows: list[bytes]) -> EvidenceDiff | None:
+    """Diff two well-formed captures' rows (bytes, exactly three tabs each); None when a
+    capture writes a cell twice (the reference path then applies "the last write wins").
+
+    Only the base is keyed (one set of its keys: each key once, or None). The candidate is
+    walked against it row by row, at C speed while the rows are equal; a row that differs
+    is put aside, with its partner, and the walk resumes past it (a moved value, a cell on
+    one side only) or stops where the orders disagree (the rest is put aside). The rows put
+    aside are compared as sets of whole lines, and only the ones left are split into cells.
+    The candidate writes a cell twice exactly when two of its rows put aside share a key, or
+    one's key is a base key whose base row was matched (and is so in the candidate too).
+    """
+    nb, nc = len(brows), len(crows)
+    base_keys = set(map(itemgetter(0), map(bytes.rpartition, brows, repeat(b"\t"))))
+    if len(base_keys) != nb:
+        return None
+    gone: list[bytes] = []  # base rows not matched by an equal candidate row (yet)
+    new: list[bytes] = []  # candidate rows not matched by an equal base row (yet)
+    identical = 0
+    i = j = 0
+    steps_left = 256 + (nb + nc) // 32  # past this many one-sided rows, the sets are cheaper
+    while i < nb and j < nc:
+        at_i, at_j = i, j
+        realigned = False
+        for k in compress(count(), map(ne, _iter_from(brows, i), _iter_from(crows, j))):
+            p, q = at_i + k, at_j + k
+            identical += p - i
+            kb, kc = _row_key(brows[p]), _row_key(crows[q])
+            if kb == kc:  # a moved value: the walk stays in step
+                gone.append(brows[p])
+                new.append(crows[q])
+                i, j = p + 1, q + 1
+                continue
+            i, j = p, q
+            realigned = True
+            break
+        if not realigned:
+            run = min(nb - i, nc - j)
+            identical += run
+            i += run
+            j += run
+            break
+        if not steps_left:
+            break
+        steps_left -= 1
+        if kc not in base_keys:  # a cell only the candidate has
+            new.append(crows[j])
+            j += 1
+        elif i + 1 < nb and _row_key(brows[i + 1]) == kc:  # the base row's cell is gone here
+            gone.append(brows[i])
+            i += 1
+        else:
+            break  # the orders disagree: compare the rest as sets
+    # What is left of both walks is put aside too (no copy: iterators over the lists' rest).
+    gone_count, new_count = len(gone) + nb - i, len(new) + nc - j
+    new_set = set(chain(new, _iter_from(crows, j)))
+    if len(new_set) != new_count:
+        return None  # the candidate writes a row twice
+    only_gone = list(filterfalse(new_set.__contains__, chain(gone, _iter_from(brows, i))))
+    identical += gone_count - len(only_gone)
+    new_set.difference_update(chain(gone, _iter_from(brows, i)))
+    only_new = new_set
+    del gone, new
+    gone_by_key = {_row_key(row): row for row in only_gone}
+    new_by_key: dict[bytes, bytes] = {}
+    for row in only_new:
+        key = _row_key(row)
+        if key in new_by_key or (key in base_keys and key not in gone_by_key):
+            return None  # the candidate writes this cell twice
+        new_by_key[key] = row
+    moved, only_base, only_cand = [], [], []
+    for key, row in gone_by_key.items():
+        other = new_by_key.pop(key, None)
+        if other is None:
+            only_base.append((_row_cell(row), _row_value(row)))
+        else:
+            moved.append((_row_cell(row), _row_value(row), _row_value(other)))
+    only_cand = [(_row_cell(row), _row_value(row)) for row in new_by_key.values()]
+    by_cell = itemgetter(0)
+    return EvidenceDiff(identical=identical, moved=tuple(sorted(moved, key=by_cell)),
+                        only_base=tuple(sorted(only_base, key=by_cell)),
+                        only_candidate=tuple(sorted(only_cand, key=by_cell)))
+
+
+def _diff_files(base: Path, candidate: Path) -> EvidenceDiff:
+    """Diff two capture files: through :func:`_diff_rows` when both have the usual shape and
+    no cell is written twice, else through the reference parser (which also names a bad line)."""
+    with _gc_paused():
+        brows = _fast_rows(_read_bytes(Path(base)))
+        crows = _fast_rows(_read_bytes(Path(candidate))) if brows is not None else None
+        d = _diff_rows(brows, crows) if brows is not None and crows is not None else None
+        del brows, crows
+        if d is None:
+            base_side = _read_side(base)
+            candidate_side = _read_side(candidate)
+            d = _diff_sides(base_side, candidate_side)
+            del base_side, candidate_side
+    return d
+
+
 def diff_cells(base: Mapping[Cell, str], candidate: Mapping[Cell, str]) -> EvidenceDiff:
     """Compare two captures cell by cell."""
     with _gc_paused():
@@ -649,11 +786,7 @@ def diff_command(base: Path, candidate: Path, *, as_json: bool, out: TextIO) -> 
     file, invalid UTF-8 or a malformed row raises ``InputError`` (exit 2 in the CLI)
     before anything is written.
     """
-    with _gc_paused():
-        base_side = _read_side(base)
-        candidate_side = _read_side(candidate)
-        d = _diff_sides(base_side, candidate_side)
-        del base_side, candidate_side
+    d = _diff_files(base, candidate)
     if as_json:
         json.dump(diff_to_json(d), out, indent=2, ensure_ascii=False)
         out.write("\n")
