@@ -169,16 +169,27 @@ def main(argv: list[str] | None = None) -> int:
         help="candidate row order: as the base (a re-run) or shuffled (parallel tests)",
     )
     parser.add_argument("--seed", type=int, default=20240601)
+    parser.add_argument("--generate-into", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--against", type=Path, metavar="DIR",
                         help="also time another checkout's relgate (e.g. the main branch) in the same rounds")
     args = parser.parse_args(argv)
+    if args.generate_into is not None:
+        *_, counts = generate(args.generate_into, args.cells, order=args.order, seed=args.seed)
+        print(*counts)
+        return 0
 
     with tempfile.TemporaryDirectory(prefix="relgate-bench-") as tmp:
         directory = Path(tmp)
         t0 = time.perf_counter()
-        base, cand, expected = generate(
-            directory, args.cells, order=args.order, seed=args.seed
+        # In a child: a process started later inherits its parent's peak RSS (Linux keeps
+        # the high-water mark across fork and exec), so this one stays small.
+        made = subprocess.run(
+            [sys.executable, __file__, "--generate-into", str(directory), "--cells", str(args.cells),
+             "--order", args.order, "--seed", str(args.seed)],
+            capture_output=True, text=True, check=True,
         )
+        base, cand = directory / "base.tsv", directory / "candidate.tsv"
+        expected = tuple(int(x) for x in made.stdout.split())
         generated_s = time.perf_counter() - t0
         size_mib = (base.stat().st_size + cand.stat().st_size) / 2**20
         print(

@@ -618,7 +618,10 @@ def _diff_rows(brows: list[bytes], crows: list[bytes]) -> EvidenceDiff | None:
     one's key is a base key whose base row was matched (and is so in the candidate too).
     """
     nb, nc = len(brows), len(crows)
-    base_keys = set(map(itemgetter(0), map(bytes.rpartition, brows, repeat(b"\t"))))
+    keys = list(map(itemgetter(0), map(bytes.rpartition, brows, repeat(b"\t"))))
+    _prehash(keys)
+    base_keys = set(keys)
+    del keys
     if len(base_keys) != nb:
         return None
     gone: list[bytes] = []  # base rows not matched by an equal candidate row (yet)
@@ -660,6 +663,9 @@ def _diff_rows(brows: list[bytes], crows: list[bytes]) -> EvidenceDiff | None:
             break  # the orders disagree: compare the rest as sets
     # What is left of both walks is put aside too (no copy: iterators over the lists' rest).
     gone_count, new_count = len(gone) + nb - i, len(new) + nc - j
+    if nb - i > 1024 or nc - j > 1024:
+        _prehash(_iter_from(crows, j))
+        _prehash(_iter_from(brows, i))
     new_set = set(chain(new, _iter_from(crows, j)))
     if len(new_set) != new_count:
         return None  # the candidate writes a row twice
