@@ -280,10 +280,11 @@ def _parse_text(text: str, source: str) -> _Side:
     return _parse_reference(text, source)  # rows with tabs in values; a bad row: names the first bad line
 
 
-def _shaped(data: bytes) -> tuple[bytes, int, bool]:
+def _shaped(data: bytes) -> tuple[bytes, int, int, bool]:
     """A capture's bytes without BOM and CRs before LF, how many header lines (comments and
-    empty lines before the first row) it starts with, and whether the rows after the header
-    are all well formed (exactly three tabs, no empty suite, arm or key, no comment)."""
+    empty lines before the first row) it starts with and where its rows start, and whether
+    the rows after the header are all well formed (exactly three tabs, no empty suite, arm
+    or key, no comment)."""
     if data.startswith(_BOM_BYTES):
         data = data[len(_BOM_BYTES) :]
     if b"\r" in data:
@@ -296,12 +297,13 @@ def _shaped(data: bytes) -> tuple[bytes, int, bool]:
         start = len(data) if end < 0 else end + 1
         header_lines += 1
     # Whole-buffer checks of the rows after the header (no copy of them is made).
-    rows = data.count(b"\n", start) + (not data.endswith(b"\n"))
+    header_shape = data[:start].translate(None, _NOT_TAB_OR_LF)
+    tabs_and_lfs = data.translate(None, _NOT_TAB_OR_LF)
+    # LFs counted in the tabs and LFs alone: a tenth of the bytes to scan
+    rows = tabs_and_lfs.count(b"\n") - header_shape.count(b"\n") + (not data.endswith(b"\n"))
     shape = _ROW_SHAPE * rows
     if not data.endswith(b"\n"):
         shape = shape[:-1]
-    header_shape = data[:start].translate(None, _NOT_TAB_OR_LF)
-    tabs_and_lfs = data.translate(None, _NOT_TAB_OR_LF)
     fast = (
         start < len(data)
         # exactly three tabs on every line
@@ -314,12 +316,12 @@ def _shaped(data: bytes) -> tuple[bytes, int, bool]:
         # no comment among the rows
         and (data.find(b"#", start) < 0 or data.rfind(b"\n#", start) < 0)
     )
-    return data, header_lines, fast
+    return data, header_lines, start, fast
 
 
 def _parse_bytes(data: bytes, source: str) -> _Side:
     """Parse a capture's bytes; the fast path takes a header of comments, then rows."""
-    data, header_lines, fast = _shaped(data)
+    data, header_lines, _start, fast = _shaped(data)
     text = _decode(data, source)
     del data
     if not fast:
@@ -331,10 +333,11 @@ def _parse_bytes(data: bytes, source: str) -> _Side:
     return _side_from_rows(lines)
 
 
-def _fast_rows(data: bytes) -> list[bytes] | None:
-    """A capture's rows as bytes when it has the usual shape (a header, then well-formed rows)
-    and is valid UTF-8; None for anything else (the reference parser then reads it)."""
-    data, header_lines, fast = _shaped(data)
+def _fast_body(data: bytes) -> bytes | None:
+    """A capture's rows (bytes, each ending with LF) when it has the usual shape (a header,
+    then well-formed rows) and is valid UTF-8; None for anything else (the reference parser
+    then reads it)."""
+    data, _header_lines, start, fast = _shaped(data)
     if not fast:
         return None
     if not data.isascii():
@@ -342,11 +345,8 @@ def _fast_rows(data: bytes) -> list[bytes] | None:
             data.decode("utf-8")
         except UnicodeDecodeError:
             return None
-    rows = data.split(b"\n")
-    del data, rows[:header_lines]
-    if not rows[-1]:
-        rows.pop()
-    return rows
+    body = data[start:] if start else data
+    return body if body.endswith(b"\n") else body + b"\n"
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -592,7 +592,33 @@ def _diff_sides(base: _Side, cand: _Side) -> EvidenceDiff:
     )
 
 
-def _row_key(row: bytes) -> bytes:
+_WINDOW = 4096  # bytes compared at once while two captures agree
+_NEAR = 32  # how close the binary search comes to a difference; rows are compared from there
+
+
+def _common_prefix(a: bytes, i: int, b: bytes, j: int) -> int:
+    """How many bytes ``a[i:]`` and ``b[j:]`` share from the start, window by window, then by a
+    binary search inside the first window that differs: exact when one of them ends there,
+    else up to ``_NEAR`` bytes short of the first difference."""
+    n = 0
+    while True:
+        w = min(_WINDOW, len(a) - i - n, len(b) - j - n)
+        if w <= 0:
+            return n
+        if a.startswith(b[j + n : j + n + w], i + n):
+            n += w
+            continue
+        lo, hi = 0, w  # a prefix of lo bytes is shared, one of hi bytes is not
+        while hi - lo > _NEAR:
+            mid = (lo + hi) // 2
+            if a.startswith(b[j + n : j + n + mid], i + n):
+                lo = mid
+            else:
+                hi = mid
+        return n + lo
+
+
+def _key_of(row: bytes) -> bytes:
     return row.rpartition(b"\t")[0]
 
 
@@ -605,20 +631,28 @@ def _row_value(row: bytes) -> str:
     return row.rpartition(b"\t")[2].decode("utf-8")
 
 
-def _diff_rows(brows: list[bytes], crows: list[bytes]) -> EvidenceDiff | None:
-    """Diff two well-formed captures' rows (bytes, exactly three tabs each); None when a
-    capture writes a cell twice (the reference path then applies "the last write wins").
+def _diff_bodies(bodies: list[bytes]) -> EvidenceDiff | None:
+    """Diff two well-formed captures' rows (``[base, candidate]``: bytes, every row exactly
+    three tabs and an LF; the list is emptied, so the buffers are freed as soon as they have
+    served); None when a capture writes a cell twice (the reference path applies "the last
+    write wins").
 
-    Only the base is keyed (one set of its keys: each key once, or None). The candidate is
-    walked against it row by row, at C speed while the rows are equal; a row that differs
-    is put aside, with its partner, and the walk resumes past it (a moved value, a cell on
-    one side only) or stops where the orders disagree (the rest is put aside). The rows put
-    aside are compared as sets of whole lines, and only the ones left are split into cells.
-    The candidate writes a cell twice exactly when two of its rows put aside share a key, or
-    one's key is a base key whose base row was matched (and is so in the candidate too).
+    Only the base is split into rows, once, for one set of its keys (each key once, or None).
+    The two buffers are then compared as they are, a window at a time, and only where they
+    differ is a row cut out: a moved value (the same key on both sides) is put aside with its
+    partner and the walk goes on; a row only the candidate has, or a base row that is gone
+    here, is put aside and the walk steps past it; where the orders disagree, the rest of
+    both is put aside. The rows put aside are compared as sets of whole lines, and only the
+    ones left are split into cells. The candidate writes a cell twice exactly when two of
+    its rows put aside share a key, or one's key is a base key whose base row was matched
+    (and so is in the candidate too).
     """
-    nb, nc = len(brows), len(crows)
-    keys = list(map(itemgetter(0), map(bytes.rpartition, brows, repeat(b"\t"))))
+    base, cand = bodies
+    bodies.clear()
+    rows = base.split(b"\n")
+    rows.pop()  # after the last LF
+    keys = list(map(itemgetter(0), map(bytes.rpartition, rows, repeat(b"\t"))))
+    nb = len(rows)
     _prehash(keys)
     base_keys = set(keys)
     del keys
@@ -626,62 +660,72 @@ def _diff_rows(brows: list[bytes], crows: list[bytes]) -> EvidenceDiff | None:
         return None
     gone: list[bytes] = []  # base rows not matched by an equal candidate row (yet)
     new: list[bytes] = []  # candidate rows not matched by an equal base row (yet)
-    identical = 0
-    i = j = 0
-    steps_left = 256 + (nb + nc) // 32  # past this many one-sided rows, the sets are cheaper
-    while i < nb and j < nc:
-        at_i, at_j = i, j
-        realigned = False
-        for k in compress(count(), map(ne, _iter_from(brows, i), _iter_from(crows, j))):
-            p, q = at_i + k, at_j + k
-            identical += p - i
-            kb, kc = _row_key(brows[p]), _row_key(crows[q])
-            if kb == kc:  # a moved value: the walk stays in step
-                gone.append(brows[p])
-                new.append(crows[q])
-                i, j = p + 1, q + 1
-                continue
-            i, j = p, q
-            realigned = True
+    ib = ic = 0
+    lb, lc = len(base), len(cand)
+    steps_left = 256 + nb // 16  # past this many one-sided rows, the sets are cheaper
+    while ib < lb and ic < lc:
+        n = _common_prefix(base, ib, cand, ic)
+        if ib + n >= lb or ic + n >= lc:  # one side ends inside the shared bytes (at a row's end)
+            ib, ic = ib + n, ic + n
             break
-        if not realigned:
-            run = min(nb - i, nc - j)
-            identical += run
-            i += run
-            j += run
-            break
+        cut = base.rfind(b"\n", ib, ib + n)  # rows up to the last shared LF are equal
+        if cut >= 0:
+            ic += cut + 1 - ib
+            ib = cut + 1
+        while True:  # the first row that differs is at most a few rows on
+            eb, ec = base.find(b"\n", ib), cand.find(b"\n", ic)
+            if eb - ib != ec - ic or not base.startswith(cand[ic:ec], ib):
+                break
+            ib, ic = eb + 1, ec + 1
+        rb, rc = base[ib:eb], cand[ic:ec]
+        kc = _key_of(rc)
+        if _key_of(rb) == kc:  # a moved value: the walk stays in step
+            gone.append(rb)
+            new.append(rc)
+            ib, ic = eb + 1, ec + 1
+            continue
         if not steps_left:
             break
         steps_left -= 1
         if kc not in base_keys:  # a cell only the candidate has
-            new.append(crows[j])
-            j += 1
-        elif i + 1 < nb and _row_key(brows[i + 1]) == kc:  # the base row's cell is gone here
-            gone.append(brows[i])
-            i += 1
-        else:
-            break  # the orders disagree: compare the rest as sets
-    # What is left of both walks is put aside too (no copy: iterators over the lists' rest).
-    gone_count, new_count = len(gone) + nb - i, len(new) + nc - j
-    if nb - i > 1024 or nc - j > 1024:
-        _prehash(_iter_from(crows, j))
-        _prehash(_iter_from(brows, i))
-    new_set = set(chain(new, _iter_from(crows, j)))
-    if len(new_set) != new_count:
+            new.append(rc)
+            ic = ec + 1
+            continue
+        after = base.find(b"\n", eb + 1)
+        if after > 0 and _key_of(base[eb + 1 : after]) == kc:  # the base row's cell is gone here
+            gone.append(rb)
+            ib = eb + 1
+            continue
+        break  # the orders disagree: compare the rest as sets
+    # Every base row is walked over as equal, put aside, or left in the rest.
+    if ib == 0:
+        rest_b = rows
+    else:
+        rest_b = base[ib:].split(b"\n")
+        rest_b.pop()
+    del base, rows
+    identical = nb - len(gone) - len(rest_b)
+    rest_c = (cand[ic:] if ic else cand).split(b"\n")
+    rest_c.pop()
+    del cand
+    if len(rest_b) > 1024 or len(rest_c) > 1024:
+        _prehash(rest_b)
+        _prehash(rest_c)
+    new_set = set(chain(new, rest_c))
+    if len(new_set) != len(new) + len(rest_c):
         return None  # the candidate writes a row twice
-    only_gone = list(filterfalse(new_set.__contains__, chain(gone, _iter_from(brows, i))))
-    identical += gone_count - len(only_gone)
-    new_set.difference_update(chain(gone, _iter_from(brows, i)))
-    only_new = new_set
-    del gone, new
-    gone_by_key = {_row_key(row): row for row in only_gone}
+    only_gone = list(filterfalse(new_set.__contains__, chain(gone, rest_b)))
+    identical += len(gone) + len(rest_b) - len(only_gone)
+    new_set.difference_update(chain(gone, rest_b))
+    del gone, new, rest_b, rest_c
+    gone_by_key = {_key_of(row): row for row in only_gone}
     new_by_key: dict[bytes, bytes] = {}
-    for row in only_new:
-        key = _row_key(row)
+    for row in new_set:
+        key = _key_of(row)
         if key in new_by_key or (key in base_keys and key not in gone_by_key):
             return None  # the candidate writes this cell twice
         new_by_key[key] = row
-    moved, only_base, only_cand = [], [], []
+    moved, only_base = [], []
     for key, row in gone_by_key.items():
         other = new_by_key.pop(key, None)
         if other is None:
@@ -696,13 +740,18 @@ def _diff_rows(brows: list[bytes], crows: list[bytes]) -> EvidenceDiff | None:
 
 
 def _diff_files(base: Path, candidate: Path) -> EvidenceDiff:
-    """Diff two capture files: through :func:`_diff_rows` when both have the usual shape and
+    """Diff two capture files: through :func:`_diff_bodies` when both have the usual shape and
     no cell is written twice, else through the reference parser (which also names a bad line)."""
     with _gc_paused():
-        brows = _fast_rows(_read_bytes(Path(base)))
-        crows = _fast_rows(_read_bytes(Path(candidate))) if brows is not None else None
-        d = _diff_rows(brows, crows) if brows is not None and crows is not None else None
-        del brows, crows
+        bodies: list[bytes] = []
+        for path in (base, candidate):
+            body = _fast_body(_read_bytes(Path(path)))
+            if body is None:
+                break
+            bodies.append(body)
+            del body
+        d = _diff_bodies(bodies) if len(bodies) == 2 else None
+        bodies.clear()
         if d is None:
             base_side = _read_side(base)
             candidate_side = _read_side(candidate)
