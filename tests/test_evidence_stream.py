@@ -178,3 +178,15 @@ def test_diff_command_fast_path_matches_the_reference(tmp_path: Path, seed: int,
     cand = _write(tmp_path, "cand.cells", cand_bytes)
     assert _diff_files(base, cand) == diff_cells(read_cells(base), read_cells(cand))
     assert _diff_files(cand, base) == diff_cells(read_cells(cand), read_cells(base))
+
+
+def test_unwritable_spill_folder_is_one_line_error(tmp_path: Path) -> None:
+    from relgate.evidence.baselines import _spilling
+
+    tmp = tmp_path / "home" / "tmp"
+    tmp.parent.mkdir()
+    tmp.write_text("a file where the temporary folder goes (as good as a read-only home, even for root)")
+    big = _write(tmp_path, "big.cells", b"".join(b"s\ta\tk%d\t1\n" % i for i in range(3000)))
+    with pytest.raises(InputError, match="cannot write the evidence's temporary files"), \
+            _spilling(tmp), ExitStack() as stack:
+        sorted_cells(stack, [[big]], tmp=tmp, chunk_bytes=1024)

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Sequence
-from contextlib import ExitStack, suppress
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,6 +72,17 @@ def _tmp(ledger: Ledger) -> Path:
     return ledger.home / "tmp"
 
 
+@contextmanager
+def _spilling(tmp: Path) -> Iterator[None]:
+    """A temporary file that cannot be written (a full disk, a read-only ledger home) is an
+    ``InputError`` naming it; the temporary files are removed either way."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(f"{exc.filename or tmp}: cannot write the evidence's temporary files: "
+                         f"{exc.strerror or exc}") from None
+
+
 def accept(ledger: Ledger, *, commit: str, release: str, project: ProjectIdentity) -> list[BaselineRow]:
     """Store the project's clean captures at ``commit`` as the accepted baseline of ``release``, per board."""
     captures = captures_at(ledger, commit, project.key)
@@ -83,15 +94,16 @@ def accept(ledger: Ledger, *, commit: str, release: str, project: ProjectIdentit
                          "commit, run the lanes on the clean tree, then accept")
     tmp = _tmp(ledger)
     with ExitStack() as stack:
-        tmp.mkdir(parents=True, exist_ok=True)
-        folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="evidence-accept-", dir=tmp)))
-        written = []  # every board's baseline is written (and so checked) before any is stored
-        for board in sorted(captures):
-            with ExitStack() as sorting:
-                [cells] = sorted_cells(sorting, [list(captures[board].files)], tmp=tmp)
-                fd, name = tempfile.mkstemp(prefix="baseline-", suffix=".cells", dir=folder)
-                with os.fdopen(fd, "wb") as out:
-                    written.append((board, Path(name), write_sorted(cells, out)))
+        with _spilling(tmp):
+            tmp.mkdir(parents=True, exist_ok=True)
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="evidence-accept-", dir=tmp)))
+            written = []  # every board's baseline is written (and so checked) before any is stored
+            for board in sorted(captures):
+                with ExitStack() as sorting:
+                    [cells] = sorted_cells(sorting, [list(captures[board].files)], tmp=tmp)
+                    fd, name = tempfile.mkstemp(prefix="baseline-", suffix=".cells", dir=folder)
+                    with os.fdopen(fd, "wb") as out:
+                        written.append((board, Path(name), write_sorted(cells, out)))
         rows = []
         for board, path, count in written:
             sha, stored = ledger.store_file(path, kind="baseline", suffix=".cells")
@@ -187,7 +199,7 @@ def check(ledger: Ledger, *, commit: str, project: ProjectIdentity, changes: Seq
         intended: dict[Cell, IntentionalChange] = {}
         cap_cells = 0
         if cap is not None:
-            with ExitStack() as sorting:  # one board at a time: memory is one board's sort
+            with _spilling(_tmp(ledger)), ExitStack() as sorting:  # one board at a time: one board's sort
                 if base is not None:  # both sides sorted (and checked) in one order
                     base_cells, cap_sorted = sorted_cells(
                         sorting, [[ledger.home / base.path], list(cap.files)], tmp=_tmp(ledger))
