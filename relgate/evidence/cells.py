@@ -40,6 +40,15 @@ cell when it can be avoided:
   of the same tests run again is written in the same order), so equal stretches compare
   in sequential C-level passes; a key present on one side only is stepped over; where
   the orders disagree, the rest is compared through a hash set of whole rows.
+- ``relgate evidence diff`` (:func:`diff_command`) of two usually-shaped captures stays in
+  bytes: the base is split once, for one set of its keys (which also proves that it
+  writes no cell twice); the candidate is compared with the base buffer to buffer, a
+  window at a time, and only rows that differ are cut out, put aside and, at the end,
+  compared as sets of whole lines (the candidate writes a cell twice exactly when a row
+  put aside shares its key with another, or with a base row that was matched). Anything
+  else (another shape, a cell written twice) goes through the reference path above.
+- ``relgate evidence accept`` and ``nox -s evidence`` never hold a whole capture: see
+  :mod:`relgate.evidence.stream`.
 """
 
 from __future__ import annotations
