@@ -12,16 +12,19 @@ run's peak:
 - the shell: ``LC_ALL=C sort -s -t TAB -k1,3`` of the capture into a file (what a person
   would do to get a sorted, comparable baseline).
 
-It prints each peak, relgate's peak / capture size against the goal (<= 2x), PASS or MISS.
+It prints each peak (and each run's wall and CPU seconds), relgate's peak / capture size
+against the goal (<= 2x), PASS or MISS.
 Exit 1 only when a run failed.
 """
 
 from __future__ import annotations
 
 import argparse
+import resource
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -52,6 +55,11 @@ with Ledger.open(home) as ledger:  # a row of this project, as a lane run record
 """
 
 
+def cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def generate(path: Path, mb: int) -> int:
     cells = 0
     with open(path, "w") as fh:
@@ -80,18 +88,21 @@ def main(argv: list[str] | None = None) -> int:
         subprocess.run([sys.executable, "-c", STORE, env["RELGATE_HOME"], commit, str(capture), str(REPO)], env=env,
                        check=True)
         relgate = [sys.executable, "-m", "relgate.cli"]
-        peaks = {}
+        peaks, times = {}, {}
         for label, cmd in (("accept", [*relgate, "evidence", "accept"]), ("check", [*relgate, "evidence", "check"]),
                            ("sort", ["sh", "-c", f"LC_ALL=C sort -s -t \"$(printf '\\t')\" -k1,3 {capture} > "
                                                  f"{tmp / 'sorted.cells'}"])):
+            before, t0 = cpu_of_children(), time.perf_counter()
             peak, done = measure(cmd, env, root, tmp)
+            times[label] = (time.perf_counter() - t0, cpu_of_children() - before)
             if done.returncode != 0:
                 return failed(label, done)
             peaks[label] = peak
     print(f"capture: {cells} cells, {size_mib:.1f} MiB")
     for label, peak in peaks.items():
         ratio = f"{peak / size_mib:.2f}x the capture" if label != "sort" else f"{peak / size_mib:.2f}x"
-        print(f"  {label:7s} peak {peak:8.1f} MiB  ({ratio})")
+        wall, cpu = times[label]
+        print(f"  {label:7s} peak {peak:8.1f} MiB  ({ratio}; {wall:.1f} s wall, {cpu:.1f} s CPU)")
     worst = max(peaks["accept"], peaks["check"]) / size_mib
     print(f"goal: accept and check <= {GOAL_RATIO:g}x the capture's size: {worst:.2f}x "
           f"{'PASS' if worst <= GOAL_RATIO else 'MISS'}")

@@ -6,16 +6,25 @@ merged captures, content-addressed, as the baseline of a release; ``check`` diff
 candidate's captures against the last accepted baseline of each board and sorts every
 difference into intentional (listed in ``intentional.toml`` with a reason) or not.
 An intentional entry that matches no difference is stale, and that is an error too.
+
+Memory stays bounded by a chunk, not by the captures: a board's capture files and its
+baseline are sorted externally (:mod:`relgate.evidence.stream`, spilling to the ledger
+home's ``tmp/``), the baseline is written from that stream and the check merge-joins the
+two streams; only the cells that differ are held.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import ExitStack, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 
 from relgate.core.errors import InputError
-from relgate.evidence.cells import Cell, EvidenceDiff, diff_cells, label, read_cells, render_capture
+from relgate.evidence.cells import Cell, EvidenceDiff, label
+from relgate.evidence.stream import count_cells, diff_sorted, sorted_cells, write_sorted
 from relgate.ledger.identity import ProjectIdentity
 from relgate.ledger.store import BaselineRow, EvidenceRow, Ledger
 from relgate.manifest.intentional import IntentionalChange
@@ -31,16 +40,19 @@ def board_key(board: str | None, host: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class Capture:
+    """A board's capture at a commit: its files, merged in order (a later file wins on a cell)."""
+
     board: str
     commit: str
     dirty: bool
-    cells: dict[Cell, str]
+    files: tuple[Path, ...]
     sources: tuple[EvidenceRow, ...]
 
 
 def captures_at(ledger: Ledger, commit: str, project_key: str) -> dict[str, Capture]:
     """The project's merged capture per board at ``commit``: clean-tree evidence if there is
-    any, else dirty. Rows of other projects (and rows recorded before projects were) never count."""
+    any, else dirty. Rows of other projects (and rows recorded before projects were) never count.
+    Nothing is read here: the files are sorted and merged where they are used."""
     rows = ledger.evidence(commit=commit, project_key=project_key)
     clean = [r for r in rows if not r.dirty]
     rows = clean or rows
@@ -49,12 +61,26 @@ def captures_at(ledger: Ledger, commit: str, project_key: str) -> dict[str, Capt
         latest[(board_key(row.board, row.host), row.lane, row.target)] = row
     out: dict[str, Capture] = {}
     for (board, _lane, _target), row in sorted(latest.items(), key=lambda kv: kv[1].id):
-        cells = read_cells(ledger.home / row.path)
         cap = out.get(board)
-        merged = {**cap.cells, **cells} if cap else dict(cells)
-        out[board] = Capture(board=board, commit=commit, dirty=row.dirty, cells=merged,
+        out[board] = Capture(board=board, commit=commit, dirty=row.dirty,
+                             files=(*(cap.files if cap else ()), ledger.home / row.path),
                              sources=(*(cap.sources if cap else ()), row))
     return out
+
+
+def _tmp(ledger: Ledger) -> Path:
+    return ledger.home / "tmp"
+
+
+@contextmanager
+def _spilling(tmp: Path) -> Iterator[None]:
+    """A temporary file that cannot be written (a full disk, a read-only ledger home) is an
+    ``InputError`` naming it; the temporary files are removed either way."""
+    try:
+        yield
+    except OSError as exc:
+        raise InputError(f"{exc.filename or tmp}: cannot write the evidence's temporary files: "
+                         f"{exc.strerror or exc}") from None
 
 
 def accept(ledger: Ledger, *, commit: str, release: str, project: ProjectIdentity) -> list[BaselineRow]:
@@ -66,11 +92,25 @@ def accept(ledger: Ledger, *, commit: str, release: str, project: ProjectIdentit
     if dirty:
         raise InputError(f"commit {commit[:12]}: evidence only from a dirty tree ({', '.join(dirty)}); "
                          "commit, run the lanes on the clean tree, then accept")
-    rows = []
-    for board, cap in sorted(captures.items()):
-        sha, path = ledger.store_blob(render_capture(cap.cells).encode("utf-8"), kind="baseline", suffix=".cells")
-        rows.append(dict(release=release, board=board, commit_sha=commit, sha256=sha, path=path,
-                         cells=len(cap.cells), project_key=project.key))
+    tmp = _tmp(ledger)
+    with ExitStack() as stack:
+        with _spilling(tmp):
+            tmp.mkdir(parents=True, exist_ok=True)
+            folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="evidence-accept-", dir=tmp)))
+            written = []  # every board's baseline is written (and so checked) before any is stored
+            for board in sorted(captures):
+                with ExitStack() as sorting:
+                    [cells] = sorted_cells(sorting, [list(captures[board].files)], tmp=tmp)
+                    fd, name = tempfile.mkstemp(prefix="baseline-", suffix=".cells", dir=folder)
+                    with os.fdopen(fd, "wb") as out:
+                        written.append((board, Path(name), write_sorted(cells, out)))
+        rows = []
+        for board, path, count in written:
+            sha, stored = ledger.store_file(path, kind="baseline", suffix=".cells")
+            with suppress(OSError):
+                path.unlink()
+            rows.append(dict(release=release, board=board, commit_sha=commit, sha256=sha, path=stored,
+                             cells=count, project_key=project.key))
     return ledger.add_baselines(rows)
 
 
@@ -81,6 +121,7 @@ class BoardReport:
     capture: Capture | None
     diff: EvidenceDiff | None
     intended: dict[Cell, IntentionalChange]  # cell → the entry that explains its difference
+    capture_cells: int = 0  # the capture's cells (counted when there is no baseline to compare)
 
     @property
     def unexpected(self) -> int:
@@ -94,7 +135,7 @@ class BoardReport:
     def not_compared(self) -> str | None:
         """Why this board's capture and baseline could not be compared, if so."""
         if self.baseline is None:
-            return (f"no accepted baseline; {len(self.capture.cells) if self.capture else 0} cells not compared "
+            return (f"no accepted baseline; {self.capture_cells if self.capture else 0} cells not compared "
                     "(accept a release with relgate evidence accept)")
         if self.capture is None:
             return (f"no capture at this commit; the baseline of release {self.baseline.release} "
@@ -156,8 +197,17 @@ def check(ledger: Ledger, *, commit: str, project: ProjectIdentity, changes: Seq
         base, cap = baselines.get(board), captures.get(board)
         diff = None
         intended: dict[Cell, IntentionalChange] = {}
-        if base is not None and cap is not None:
-            diff = diff_cells(read_cells(ledger.home / base.path), cap.cells)
+        cap_cells = 0
+        if cap is not None:
+            with _spilling(_tmp(ledger)), ExitStack() as sorting:  # one board at a time: one board's sort
+                if base is not None:  # both sides sorted (and checked) in one order
+                    base_cells, cap_sorted = sorted_cells(
+                        sorting, [[ledger.home / base.path], list(cap.files)], tmp=_tmp(ledger))
+                    diff = diff_sorted(base_cells, cap_sorted)
+                else:
+                    [cap_sorted] = sorted_cells(sorting, [list(cap.files)], tmp=_tmp(ledger))
+                    cap_cells = count_cells(cap_sorted)
+        if diff is not None:
             changed = [c for c, *_ in diff.moved] + [c for c, _ in diff.only_base] + \
                       [c for c, _ in diff.only_candidate]
             for cell in changed:
@@ -165,7 +215,8 @@ def check(ledger: Ledger, *, commit: str, project: ProjectIdentity, changes: Seq
                 if why is not None:
                     intended[cell] = why
                     used.add(why.index)
-        boards.append(BoardReport(board=board, baseline=base, capture=cap, diff=diff, intended=intended))
+        boards.append(BoardReport(board=board, baseline=base, capture=cap, diff=diff, intended=intended,
+                                  capture_cells=cap_cells))
     compared = any(b.diff is not None for b in boards)
     stale = tuple(c for c in changes if c.index not in used) if compared else ()
     return EvidenceReport(commit=commit, boards=tuple(boards), stale=stale, intentional_path=intentional_path)

@@ -40,6 +40,15 @@ cell when it can be avoided:
   of the same tests run again is written in the same order), so equal stretches compare
   in sequential C-level passes; a key present on one side only is stepped over; where
   the orders disagree, the rest is compared through a hash set of whole rows.
+- ``relgate evidence diff`` (:func:`diff_command`) of two usually-shaped captures stays in
+  bytes: the base is split once, for one set of its keys (which also proves that it
+  writes no cell twice); the candidate is compared with the base buffer to buffer, a
+  window at a time, and only rows that differ are cut out, put aside and, at the end,
+  compared as sets of whole lines (the candidate writes a cell twice exactly when a row
+  put aside shares its key with another, or with a base row that was matched). Anything
+  else (another shape, a cell written twice) goes through the reference path above.
+- ``relgate evidence accept`` and ``nox -s evidence`` never hold a whole capture: see
+  :mod:`relgate.evidence.stream`.
 """
 
 from __future__ import annotations
@@ -53,7 +62,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
-from itertools import compress, count, islice, repeat
+from itertools import chain, compress, count, filterfalse, islice, repeat
 from operator import itemgetter, ne
 from pathlib import Path
 from typing import Any, TextIO
@@ -280,27 +289,30 @@ def _parse_text(text: str, source: str) -> _Side:
     return _parse_reference(text, source)  # rows with tabs in values; a bad row: names the first bad line
 
 
-def _parse_bytes(data: bytes, source: str) -> _Side:
-    """Parse a capture's bytes; the fast path takes a header of comments, then rows."""
+def _shaped(data: bytes) -> tuple[bytes, int, int, bool]:
+    """A capture's bytes without BOM and CRs before LF, how many header lines (comments and
+    empty lines before the first row) it starts with and where its rows start, and whether
+    the rows after the header are all well formed (exactly three tabs, no empty suite, arm
+    or key, no comment)."""
     if data.startswith(_BOM_BYTES):
         data = data[len(_BOM_BYTES) :]
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
         if data.endswith(b"\r"):
             data = data[:-1]
-    # The header: comment and empty lines before the first row.
     start = header_lines = 0
     while data.startswith((b"#", b"\n"), start):
         end = data.find(b"\n", start)
         start = len(data) if end < 0 else end + 1
         header_lines += 1
     # Whole-buffer checks of the rows after the header (no copy of them is made).
-    rows = data.count(b"\n", start) + (not data.endswith(b"\n"))
+    header_shape = data[:start].translate(None, _NOT_TAB_OR_LF)
+    tabs_and_lfs = data.translate(None, _NOT_TAB_OR_LF)
+    # LFs counted in the tabs and LFs alone: a tenth of the bytes to scan
+    rows = tabs_and_lfs.count(b"\n") - header_shape.count(b"\n") + (not data.endswith(b"\n"))
     shape = _ROW_SHAPE * rows
     if not data.endswith(b"\n"):
         shape = shape[:-1]
-    header_shape = data[:start].translate(None, _NOT_TAB_OR_LF)
-    tabs_and_lfs = data.translate(None, _NOT_TAB_OR_LF)
     fast = (
         start < len(data)
         # exactly three tabs on every line
@@ -313,7 +325,12 @@ def _parse_bytes(data: bytes, source: str) -> _Side:
         # no comment among the rows
         and (data.find(b"#", start) < 0 or data.rfind(b"\n#", start) < 0)
     )
-    del tabs_and_lfs, shape
+    return data, header_lines, start, fast
+
+
+def _parse_bytes(data: bytes, source: str) -> _Side:
+    """Parse a capture's bytes; the fast path takes a header of comments, then rows."""
+    data, header_lines, _start, fast = _shaped(data)
     text = _decode(data, source)
     del data
     if not fast:
@@ -323,6 +340,22 @@ def _parse_bytes(data: bytes, source: str) -> _Side:
     if not lines[-1]:
         lines.pop()
     return _side_from_rows(lines)
+
+
+def _fast_body(data: bytes) -> bytes | None:
+    """A capture's rows (bytes, each ending with LF) when it has the usual shape (a header,
+    then well-formed rows) and is valid UTF-8; None for anything else (the reference parser
+    then reads it)."""
+    data, _header_lines, start, fast = _shaped(data)
+    if not fast:
+        return None
+    if not data.isascii():
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return None
+    body = data[start:] if start else data
+    return body if body.endswith(b"\n") else body + b"\n"
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -568,6 +601,174 @@ def _diff_sides(base: _Side, cand: _Side) -> EvidenceDiff:
     )
 
 
+_WINDOW = 4096  # bytes compared at once while two captures agree
+_NEAR = 32  # how close the binary search comes to a difference; rows are compared from there
+
+
+def _common_prefix(a: bytes, i: int, b: bytes, j: int) -> int:
+    """How many bytes ``a[i:]`` and ``b[j:]`` share from the start, window by window, then by a
+    binary search inside the first window that differs: exact when one of them ends there,
+    else up to ``_NEAR`` bytes short of the first difference."""
+    n = 0
+    while True:
+        w = min(_WINDOW, len(a) - i - n, len(b) - j - n)
+        if w <= 0:
+            return n
+        if a.startswith(b[j + n : j + n + w], i + n):
+            n += w
+            continue
+        lo, hi = 0, w  # a prefix of lo bytes is shared, one of hi bytes is not
+        while hi - lo > _NEAR:
+            mid = (lo + hi) // 2
+            if a.startswith(b[j + n : j + n + mid], i + n):
+                lo = mid
+            else:
+                hi = mid
+        return n + lo
+
+
+def _key_of(row: bytes) -> bytes:
+    return row.rpartition(b"\t")[0]
+
+
+def _row_cell(row: bytes) -> Cell:
+    suite, arm, key, _value = row.decode("utf-8").split("\t")
+    return (suite, arm, key)
+
+
+def _row_value(row: bytes) -> str:
+    return row.rpartition(b"\t")[2].decode("utf-8")
+
+
+def _diff_bodies(bodies: list[bytes]) -> EvidenceDiff | None:
+    """Diff two well-formed captures' rows (``[base, candidate]``: bytes, every row exactly
+    three tabs and an LF; the list is emptied, so the buffers are freed as soon as they have
+    served); None when a capture writes a cell twice (the reference path applies "the last
+    write wins").
+
+    Only the base is split into rows, once, for one set of its keys (each key once, or None).
+    The two buffers are then compared as they are, a window at a time, and only where they
+    differ is a row cut out: a moved value (the same key on both sides) is put aside with its
+    partner and the walk goes on; a row only the candidate has, or a base row that is gone
+    here, is put aside and the walk steps past it; where the orders disagree, the rest of
+    both is put aside. The rows put aside are compared as sets of whole lines, and only the
+    ones left are split into cells. The candidate writes a cell twice exactly when two of
+    its rows put aside share a key, or one's key is a base key whose base row was matched
+    (and so is in the candidate too).
+    """
+    base, cand = bodies
+    bodies.clear()
+    rows = base.split(b"\n")
+    rows.pop()  # after the last LF
+    keys = list(map(itemgetter(0), map(bytes.rpartition, rows, repeat(b"\t"))))
+    nb = len(rows)
+    _prehash(keys)
+    base_keys = set(keys)
+    del keys
+    if len(base_keys) != nb:
+        return None
+    gone: list[bytes] = []  # base rows not matched by an equal candidate row (yet)
+    new: list[bytes] = []  # candidate rows not matched by an equal base row (yet)
+    ib = ic = 0
+    lb, lc = len(base), len(cand)
+    steps_left = 256 + nb // 16  # past this many one-sided rows, the sets are cheaper
+    while ib < lb and ic < lc:
+        n = _common_prefix(base, ib, cand, ic)
+        if ib + n >= lb or ic + n >= lc:  # one side ends inside the shared bytes (at a row's end)
+            ib, ic = ib + n, ic + n
+            break
+        cut = base.rfind(b"\n", ib, ib + n)  # rows up to the last shared LF are equal
+        if cut >= 0:
+            ic += cut + 1 - ib
+            ib = cut + 1
+        while True:  # the first row that differs is at most a few rows on
+            eb, ec = base.find(b"\n", ib), cand.find(b"\n", ic)
+            if eb - ib != ec - ic or not base.startswith(cand[ic:ec], ib):
+                break
+            ib, ic = eb + 1, ec + 1
+        rb, rc = base[ib:eb], cand[ic:ec]
+        kc = _key_of(rc)
+        if _key_of(rb) == kc:  # a moved value: the walk stays in step
+            gone.append(rb)
+            new.append(rc)
+            ib, ic = eb + 1, ec + 1
+            continue
+        if not steps_left:
+            break
+        steps_left -= 1
+        if kc not in base_keys:  # a cell only the candidate has
+            new.append(rc)
+            ic = ec + 1
+            continue
+        after = base.find(b"\n", eb + 1)
+        if after > 0 and _key_of(base[eb + 1 : after]) == kc:  # the base row's cell is gone here
+            gone.append(rb)
+            ib = eb + 1
+            continue
+        break  # the orders disagree: compare the rest as sets
+    # Every base row is walked over as equal, put aside, or left in the rest.
+    if ib == 0:
+        rest_b = rows
+    else:
+        rest_b = base[ib:].split(b"\n")
+        rest_b.pop()
+    del base, rows
+    identical = nb - len(gone) - len(rest_b)
+    rest_c = (cand[ic:] if ic else cand).split(b"\n")
+    rest_c.pop()
+    del cand
+    if len(rest_b) > 1024 or len(rest_c) > 1024:
+        _prehash(rest_b)
+        _prehash(rest_c)
+    new_set = set(chain(new, rest_c))
+    if len(new_set) != len(new) + len(rest_c):
+        return None  # the candidate writes a row twice
+    only_gone = list(filterfalse(new_set.__contains__, chain(gone, rest_b)))
+    identical += len(gone) + len(rest_b) - len(only_gone)
+    new_set.difference_update(chain(gone, rest_b))
+    del gone, new, rest_b, rest_c
+    gone_by_key = {_key_of(row): row for row in only_gone}
+    new_by_key: dict[bytes, bytes] = {}
+    for row in new_set:
+        key = _key_of(row)
+        if key in new_by_key or (key in base_keys and key not in gone_by_key):
+            return None  # the candidate writes this cell twice
+        new_by_key[key] = row
+    moved, only_base = [], []
+    for key, row in gone_by_key.items():
+        other = new_by_key.pop(key, None)
+        if other is None:
+            only_base.append((_row_cell(row), _row_value(row)))
+        else:
+            moved.append((_row_cell(row), _row_value(row), _row_value(other)))
+    only_cand = [(_row_cell(row), _row_value(row)) for row in new_by_key.values()]
+    by_cell = itemgetter(0)
+    return EvidenceDiff(identical=identical, moved=tuple(sorted(moved, key=by_cell)),
+                        only_base=tuple(sorted(only_base, key=by_cell)),
+                        only_candidate=tuple(sorted(only_cand, key=by_cell)))
+
+
+def _diff_files(base: Path, candidate: Path) -> EvidenceDiff:
+    """Diff two capture files: through :func:`_diff_bodies` when both have the usual shape and
+    no cell is written twice, else through the reference parser (which also names a bad line)."""
+    with _gc_paused():
+        bodies: list[bytes] = []
+        for path in (base, candidate):
+            body = _fast_body(_read_bytes(Path(path)))
+            if body is None:
+                break
+            bodies.append(body)
+            del body
+        d = _diff_bodies(bodies) if len(bodies) == 2 else None
+        bodies.clear()
+        if d is None:
+            base_side = _read_side(base)
+            candidate_side = _read_side(candidate)
+            d = _diff_sides(base_side, candidate_side)
+            del base_side, candidate_side
+    return d
+
+
 def diff_cells(base: Mapping[Cell, str], candidate: Mapping[Cell, str]) -> EvidenceDiff:
     """Compare two captures cell by cell."""
     with _gc_paused():
@@ -649,11 +850,7 @@ def diff_command(base: Path, candidate: Path, *, as_json: bool, out: TextIO) -> 
     file, invalid UTF-8 or a malformed row raises ``InputError`` (exit 2 in the CLI)
     before anything is written.
     """
-    with _gc_paused():
-        base_side = _read_side(base)
-        candidate_side = _read_side(candidate)
-        d = _diff_sides(base_side, candidate_side)
-        del base_side, candidate_side
+    d = _diff_files(base, candidate)
     if as_json:
         json.dump(diff_to_json(d), out, indent=2, ensure_ascii=False)
         out.write("\n")

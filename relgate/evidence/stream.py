@@ -1,0 +1,536 @@
+"""Evidence captures in bounded memory: an external sort, a k-way merge and a merge-join diff.
+
+``relgate evidence accept`` and ``nox -s evidence`` handle captures of any size: memory is
+bounded by a chunk of the input (:data:`CHUNK_BYTES`), not by the capture.
+
+- :class:`SortedCells` reads one or more capture files (a board's merged capture: a later
+  file wins on a cell both hold) in line-aligned chunks. Each chunk is checked with the
+  same rules and the same ``file:line`` messages as :mod:`relgate.evidence.cells` (an
+  invalid UTF-8 byte anywhere in a file is reported before a malformed row of that file,
+  as the whole-file parser does), keyed, reduced to its last write per cell (a dict, at C
+  speed) and sorted. A capture that fits one chunk stays in memory; a bigger one is spilled
+  as sorted runs to a temporary folder (the ledger home's ``tmp/``) and merged back block
+  by block: every run's buffered keys up to the smallest "last buffered key" of the runs
+  go into one dict in run order (so the later write wins) and come out sorted.
+- The stream's order is the cells' ``(suite, arm, key)`` order, the order
+  :func:`~relgate.evidence.cells.write_cells` writes: bytes of ``suite\\tarm\\tkey``
+  compared as they are, which is that order whenever no field holds a byte below TAB;
+  when one does, every key is compared through a translation that keeps it exactly
+  (fields' bytes + 1, TAB as 0x00).
+- :func:`write_sorted` writes the stream as a capture file (the header, then the rows): the
+  bytes :func:`~relgate.evidence.cells.render_capture` gives for the same cells.
+- :func:`diff_sorted` merge-joins two streams: a block equal on both sides is compared
+  as one list; only blocks that differ are split into sets of whole lines, and only lines
+  that differ are parsed into cells.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from bisect import bisect_right
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import ExitStack
+from dataclasses import dataclass, field
+from itertools import compress, count, islice, repeat
+from operator import eq, ge, itemgetter, methodcaller
+from pathlib import Path
+from typing import BinaryIO
+
+from relgate.core.errors import InputError
+from relgate.evidence.cells import (
+    _BOM_BYTES,
+    _EXPECTED,
+    _FIELD_NAMES,
+    HEADER,
+    Cell,
+    EvidenceDiff,
+    _gc_paused,
+    label,
+)
+
+__all__ = ["CHUNK_BYTES", "MERGE_BYTES", "SortedCells", "count_cells", "diff_sorted", "sorted_cells", "write_sorted"]
+
+CHUNK_BYTES = 2 << 20
+"""Input bytes parsed at once (a sorted run); its rows take about eight times that in objects."""
+
+MERGE_BYTES = 2 << 20
+"""Bytes buffered from all runs of one stream together while they are merged."""
+
+MAX_RUNS = 64
+"""Runs merged at once; more are first merged in groups of this many (open files stay few)."""
+
+_NOT_LOW = bytes(range(0x09, 0x100))  # deleting these leaves the bytes that sort below TAB
+_SHIFT = bytes([0x00 if b == 0x09 else min(b + 1, 0xFF) for b in range(256)])
+
+Block = tuple[list[bytes], list[bytes]]
+"""Sorted keys ``suite\\tarm\\tkey`` and their rows, key for key (rows are whole lines)."""
+
+
+class _NeedsShift(Exception):
+    """A field holds a byte below TAB: plain byte order is not cell order, start again."""
+
+
+class _RowError(Exception):
+    """A malformed row (the message names ``file:line``)."""
+
+
+def _order(shifted: bool) -> Callable[[bytes], bytes] | None:
+    return methodcaller("translate", _SHIFT) if shifted else None
+
+
+def _utf8(data: bytes, source: str, lineno: int) -> None:
+    if data.isascii():
+        return
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        where = lineno + data.count(b"\n", 0, exc.start)
+        raise InputError(f"{source}:{where}: evidence is not valid UTF-8 "
+                         f"(byte 0x{data[exc.start]:02x}: {exc.reason})") from None
+
+
+def _reference_rows(lines: list[bytes], source: str, lineno: int) -> list[bytes]:
+    """Line by line, as ``cells._parse_reference`` (a row's key is up to its third tab)."""
+    rows = []
+    for n, line in enumerate(lines, lineno):
+        if line[:1] == b"#" or (b"\t" not in line and not line.decode("utf-8").strip()):
+            continue
+        fields = line.split(b"\t", 3)
+        if len(fields) != 4:
+            raise _RowError(f"{source}:{n}: malformed evidence row: {_EXPECTED}, got {len(fields)} fields")
+        for name, value in zip(_FIELD_NAMES, fields):
+            if not value:
+                raise _RowError(f"{source}:{n}: malformed evidence row: {_EXPECTED}, got an empty {name}")
+        rows.append(line)
+    return rows
+
+
+def _keys_of(rows: list[bytes]) -> list[bytes]:
+    """Keys of well-formed rows (three tabs at C speed; a value with tabs, one by one)."""
+    if set(map(bytes.count, rows, repeat(b"\t"))) <= {3}:
+        return list(map(itemgetter(0), map(bytes.rpartition, rows, repeat(b"\t"))))
+    return [b"\t".join(row.split(b"\t", 3)[:3]) for row in rows]
+
+
+def _parse_chunk(data: bytes, source: str, lineno: int, *, first: bool, last: bool, shifted: bool) -> list[bytes]:
+    """The rows of a chunk of whole lines whose first line is ``lineno`` (comments and blanks dropped)."""
+    if first and data.startswith(_BOM_BYTES):
+        data = data[len(_BOM_BYTES):]
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+        if last and data.endswith(b"\r"):  # a CR-terminated last line without LF
+            data = data[:-1]
+    _utf8(data, source, lineno)
+    if not shifted and data.translate(None, _NOT_LOW):
+        raise _NeedsShift
+    lines = data.split(b"\n")
+    if not lines[-1]:
+        lines.pop()
+    rows = lines
+    if data.startswith(b"#") or b"\n#" in data or b"" in lines:  # comments or blank lines: drop them
+        rows = [line for line in lines if line and line[0] != 0x23]
+    if (rows and not data.startswith(b"\t") and b"\n\t" not in data and b"\t\t" not in data
+            and set(map(bytes.count, rows, repeat(b"\t"))) == {3}):
+        return rows
+    return _reference_rows(lines, source, lineno)  # tabs in values, blanks of spaces, or a bad row
+
+
+def _chunks(path: Path, size: int) -> Iterator[tuple[bytes, int, bool, bool]]:
+    """``(data, first line number, is first, is last)``: whole lines, about ``size`` bytes each."""
+    try:
+        with open(path, "rb") as handle:
+            lineno, first, carry = 1, True, b""
+            while True:
+                block = handle.read(size)
+                data = carry + block if carry else block
+                if not block:
+                    if data or first:
+                        yield data, lineno, first, True
+                    return
+                cut = data.rfind(b"\n") + 1
+                if not cut:  # a line longer than a chunk: read on
+                    carry = data
+                    continue
+                chunk, carry = data[:cut], data[cut:]
+                yield chunk, lineno, first, False
+                lineno += chunk.count(b"\n")
+                first = False
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such evidence file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not an evidence file") from None
+    except OSError as exc:
+        raise InputError(f"{path}: cannot read evidence file: {exc.strerror or exc}") from None
+
+
+def _read_blocks(handle: BinaryIO, size: int) -> Iterator[Block]:
+    """A run file (sorted, unique, well-formed rows, one per line) in blocks."""
+    carry = b""
+    while True:
+        block = handle.read(size)
+        data = carry + block if carry else block
+        if not block:
+            if data:
+                rows = data.split(b"\n")
+                if not rows[-1]:
+                    rows.pop()
+                yield _keys_of(rows), rows
+            return
+        cut = data.rfind(b"\n") + 1
+        if not cut:
+            carry = data
+            continue
+        rows, carry = data[:cut - 1].split(b"\n"), data[cut:]
+        yield _keys_of(rows), rows
+
+
+@dataclass
+class _Cursor:
+    """A sorted stream of blocks, consumed up to a boundary key (blocks are never modified)."""
+
+    blocks: Iterator[Block]
+    keys: list[bytes] = field(default_factory=list)
+    rows: list[bytes] = field(default_factory=list)
+    pos: int = 0
+    done: bool = False
+
+    def fill(self) -> bool:
+        """Buffer at least one row unless the stream is over; True when rows are buffered."""
+        while self.pos >= len(self.keys) and not self.done:
+            try:
+                self.keys, self.rows = next(self.blocks)
+                self.pos = 0
+            except StopIteration:
+                self.done = True
+        return self.pos < len(self.keys)
+
+    @property
+    def last(self) -> bytes | None:
+        """The last buffered key, when rows may follow it (None: nothing bounds the merge here)."""
+        return self.keys[-1] if self.pos < len(self.keys) and not self.done else None
+
+    def take(self, boundary: bytes | None, order: Callable[[bytes], bytes] | None) -> Block:
+        """The buffered rows with keys up to ``boundary`` (all of them for None)."""
+        if boundary is None:
+            n = len(self.keys)
+        else:
+            n = bisect_right(self.keys, boundary if order is None else order(boundary), lo=self.pos, key=order)
+        if self.pos == 0 and n == len(self.keys):
+            taken = self.keys, self.rows
+        else:
+            taken = self.keys[self.pos:n], self.rows[self.pos:n]
+        self.pos = n
+        return taken
+
+
+def _boundary(cursors: Iterable[_Cursor], order: Callable[[bytes], bytes] | None) -> bytes | None:
+    """The smallest last buffered key among streams that go on (None: take everything)."""
+    lasts = [c.last for c in cursors if c.last is not None]
+    if not lasts:
+        return None
+    return min(lasts, key=order) if order is not None else min(lasts)
+
+
+def _merge(streams: list[Iterator[Block]], order: Callable[[bytes], bytes] | None) -> Iterator[Block]:
+    """Merge sorted streams of unique keys; on a key several hold, the later stream wins."""
+    if len(streams) == 1:
+        yield from streams[0]
+        return
+    cursors = [_Cursor(s) for s in streams]
+    while True:
+        live = [c for c in cursors if c.fill()]
+        if not live:
+            return
+        boundary = _boundary(live, order)
+        parts = [part for part in (cursor.take(boundary, order) for cursor in live) if part[0]]
+        # in stream order, so a later stream's row of a key comes later and wins
+        yield parts[0] if len(parts) == 1 else _unique_sorted([r for _, rows in parts for r in rows], order)
+
+
+def _unique_sorted(rows: list[bytes], order: Callable[[bytes], bytes] | None) -> Block:
+    """Rows (in write order) sorted, one per key: the last write wins. Sorting whole rows sorts
+    them by key (TAB ends a key and sorts below every byte of a field, shifted or not); only
+    when a key repeats does a dict pick the winners."""
+    in_order = sorted(rows, key=order)
+    keys = _keys_of(in_order)
+    if not _repeats(keys):
+        return keys, in_order
+    latest = dict(zip(_keys_of(rows), rows))  # in write order: the last write of a cell wins
+    keys = sorted(latest, key=order)
+    return keys, list(map(latest.__getitem__, keys))
+
+
+def _repeats(keys: list[bytes]) -> bool:
+    """Two neighbours of a sorted key list are equal."""
+    return any(map(eq, keys, islice(keys, 1, None)))
+
+
+@dataclass(frozen=True)
+class _InPlace:
+    """A capture file already in cell order with unique cells: merged straight from the file."""
+
+    path: Path
+
+
+def _in_order(keys: list[bytes], after: bytes | None, order: Callable[[bytes], bytes] | None) -> bool:
+    """``keys`` strictly increasing, and all after ``after``."""
+    seq = keys if order is None else list(map(order, keys))
+    if after is not None and seq and not (after < seq[0]):
+        return False
+    return not any(map(ge, seq, islice(seq, 1, None)))
+
+
+class SortedCells:
+    """A capture (one file, or several merged: a later file wins), as a sorted stream of unique cells.
+
+    Use as a context manager: spilled runs live in a temporary folder under ``tmp`` until it
+    exits. :meth:`blocks` may be called more than once (each call merges the runs again).
+    A file already in cell order (a baseline relgate wrote) is checked once and then merged
+    straight from where it is; at most one chunk of parsed rows is kept in memory.
+    """
+
+    def __init__(self, paths: Iterable[Path], *, tmp: Path | None = None, shifted: bool = False,
+                 chunk_bytes: int | None = None) -> None:
+        self.paths = [Path(p) for p in paths]
+        self.shifted = shifted
+        self.order = _order(shifted)
+        self._tmp = tmp
+        self._chunk = chunk_bytes or CHUNK_BYTES
+        self._stack = ExitStack()
+        self._folder: Path | None = None
+        self._runs: list[Block | Path | _InPlace] = []  # in priority order: a later run wins
+        self.rows = 0  # unique cells, once written or counted
+        self._small = True  # the files fit one chunk: their sorted rows stay in memory
+
+    def __enter__(self) -> SortedCells:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stack.close()
+
+    def sort(self) -> SortedCells:
+        """Read, check and sort every file into runs. Raises ``InputError`` naming ``file:line``,
+        or :class:`_NeedsShift` (callers use :func:`sorted_cells`)."""
+        self._small = sum(_size(p) for p in self.paths) <= self._chunk
+        with _gc_paused():
+            for path in self.paths:
+                if not self._sort_file(path, in_place=True):
+                    self._sort_file(path, in_place=False)
+            while len(self._runs) > MAX_RUNS:  # merge consecutive groups: a later run still wins
+                groups = [self._runs[i:i + MAX_RUNS] for i in range(0, len(self._runs), MAX_RUNS)]
+                self._runs = [self._spill_stream(self._merged(group)) for group in groups]
+                for run in (run for group in groups for run in group if isinstance(run, Path)):
+                    run.unlink()
+        return self
+
+    def _sort_file(self, path: Path, *, in_place: bool) -> bool:
+        """Check and sort one file. With ``in_place``, give up (False) at the first chunk out of
+        order after the first one (the file is then read again and spilled)."""
+        source = str(path)
+        row_error: str | None = None
+        last: bytes | None = None
+        held: Block | None = None
+        chunks = 0
+        for data, lineno, first, _last in _chunks(path, self._chunk):
+            if row_error is not None:  # a UTF-8 error later in the file is reported first
+                _utf8(data, source, lineno)
+                continue
+            try:
+                rows = _parse_chunk(data, source, lineno, first=first, last=_last, shifted=self.shifted)
+            except _RowError as exc:
+                row_error = str(exc)
+                continue
+            del data
+            if not rows:
+                continue
+            chunks += 1
+            if in_place:
+                keys = _keys_of(rows)
+                if _in_order(keys, last, self.order):  # strictly increasing keys: rows in order too
+                    last = keys[-1] if self.order is None else self.order(keys[-1])
+                    held = (keys, rows) if chunks == 1 else None
+                    continue
+                del keys
+                if chunks > 1:
+                    return False  # read it again from the start, sorting every chunk
+                in_place = False
+            self._add(_unique_sorted(rows, self.order))
+            del rows
+        if row_error is not None:
+            raise InputError(row_error)
+        if in_place and chunks == 1 and held is not None:
+            self._add(held)
+        elif in_place and chunks:
+            self._runs.append(_InPlace(path))
+        return True
+
+    def _add(self, block: Block) -> None:
+        """Keep a sorted chunk as a run: in memory when the files fit one chunk, else spilled."""
+        self._runs.append(block if self._small else self._spill(block))
+
+    def _spill(self, block: Block) -> Path:
+        if self._folder is None:
+            if self._tmp is not None:
+                self._tmp.mkdir(parents=True, exist_ok=True)
+            self._folder = Path(self._stack.enter_context(
+                tempfile.TemporaryDirectory(prefix="evidence-sort-", dir=self._tmp)))
+        fd, name = tempfile.mkstemp(prefix="run-", suffix=".cells", dir=self._folder)
+        with os.fdopen(fd, "wb") as out:
+            out.write(b"\n".join(block[1]))
+            out.write(b"\n")
+        return Path(name)
+
+    def _spill_stream(self, blocks: Iterator[Block]) -> Path:
+        """Write a sorted stream as one run."""
+        path = self._spill(([], []))
+        with open(path, "wb") as out:  # (truncated: the empty block wrote one newline)
+            for _keys, rows in blocks:
+                out.write(b"\n".join(rows))
+                out.write(b"\n")
+        return path
+
+    def blocks(self) -> Iterator[Block]:
+        """The cells in order, unique, in blocks of sorted keys and their rows."""
+        if len(self._runs) == 1 and isinstance(self._runs[0], tuple):
+            yield self._runs[0]
+            return
+        yield from self._merged(self._runs)
+
+    def _merged(self, runs: list[Block | Path | _InPlace]) -> Iterator[Block]:
+        with ExitStack() as stack:
+            per_run = max(64 << 10, MERGE_BYTES // max(1, len(runs)))
+            streams: list[Iterator[Block]] = []
+            for run in runs:
+                if isinstance(run, tuple):
+                    streams.append(iter([run]))
+                elif isinstance(run, _InPlace):
+                    streams.append(_reparse(run.path, per_run, self.shifted))
+                else:
+                    streams.append(_read_blocks(stack.enter_context(open(run, "rb")), per_run))
+            yield from _merge(streams, self.order)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0  # reading it says what is wrong
+
+
+def _reparse(path: Path, size: int, shifted: bool) -> Iterator[Block]:
+    """A checked, in-order capture file, parsed again in blocks."""
+    for data, lineno, first, last in _chunks(path, size):
+        rows = _parse_chunk(data, str(path), lineno, first=first, last=last, shifted=shifted)
+        if rows:
+            yield _keys_of(rows), rows
+
+
+def sorted_cells(stack: ExitStack, groups: list[list[Path]], *, tmp: Path | None,
+                 chunk_bytes: int | None = None) -> list[SortedCells]:
+    """Sort each group of files (a board's merged capture), all in one order: plain byte order,
+    or the shifted one when any file holds a byte below TAB."""
+    for shifted in (False, True):
+        attempt = ExitStack()
+        try:
+            out = [attempt.enter_context(SortedCells(g, tmp=tmp, shifted=shifted, chunk_bytes=chunk_bytes)).sort()
+                   for g in groups]
+        except _NeedsShift:
+            attempt.close()
+            continue
+        except BaseException:
+            attempt.close()
+            raise
+        stack.enter_context(attempt)
+        return out
+    raise AssertionError("unreachable: the shifted order takes every byte")
+
+
+def _cell(key: bytes) -> Cell:
+    suite, arm, name = key.decode("utf-8").split("\t")
+    return (suite, arm, name)
+
+
+def _value(key: bytes, row: bytes) -> str:
+    return row[len(key) + 1:].decode("utf-8")
+
+
+def write_sorted(cells: SortedCells, out: BinaryIO) -> int:
+    """Write the cells as a capture (the header, then one row per cell); returns how many.
+
+    A value ending with a carriage return would not read back as written: ``InputError``,
+    as :func:`~relgate.evidence.cells.write_cells` says it.
+    """
+    out.write(f"{HEADER}\n".encode())
+    written = 0
+    ends_cr = methodcaller("endswith", b"\r")
+    with _gc_paused():
+        written = _write_blocks(cells.blocks(), out, ends_cr)
+    cells.rows = written
+    return written
+
+
+def _write_blocks(blocks: Iterator[Block], out: BinaryIO, ends_cr: Callable[[bytes], bool]) -> int:
+    written = 0
+    for keys, rows in blocks:
+        bad = next(compress(count(), map(ends_cr, rows)), None)
+        if bad is not None:
+            value = _value(keys[bad], rows[bad])
+            raise InputError(f"evidence cell {label(_cell(keys[bad]))}: value {value!r} ends with a carriage return")
+        out.write(b"\n".join(rows))
+        out.write(b"\n")
+        written += len(rows)
+    return written
+
+
+def count_cells(cells: SortedCells) -> int:
+    """How many unique cells the capture holds."""
+    with _gc_paused():
+        cells.rows = sum(len(keys) for keys, _ in cells.blocks())
+    return cells.rows
+
+
+def diff_sorted(base: SortedCells, candidate: SortedCells) -> EvidenceDiff:
+    """Compare two sorted captures cell by cell (the same result as ``diff_cells`` of their cells)."""
+    order = base.order
+    if (candidate.order is None) != (order is None):
+        raise ValueError("both captures must be sorted in the same order")
+    identical = 0
+    moved: list[tuple[Cell, str, str]] = []
+    only_base: list[tuple[Cell, str]] = []
+    only_cand: list[tuple[Cell, str]] = []
+    b, c = _Cursor(base.blocks()), _Cursor(candidate.blocks())
+    with _gc_paused():
+        while True:
+            b.fill()
+            c.fill()
+            if b.pos >= len(b.keys) and c.pos >= len(c.keys):
+                break
+            boundary = _boundary((b, c), order)
+            bk, brows = b.take(boundary, order)
+            ck, crows = c.take(boundary, order)
+            if brows == crows:
+                identical += len(brows)
+                continue
+            if bk == ck:  # the same cells: compare row by row
+                differ = list(compress(count(), map(bytes.__ne__, brows, crows)))
+                identical += len(brows) - len(differ)
+                for i in differ:
+                    moved.append((_cell(bk[i]), _value(bk[i], brows[i]), _value(ck[i], crows[i])))
+                continue
+            gone = set(brows).difference(crows)  # rows of changed or removed cells
+            new = set(crows).difference(brows)
+            identical += len(brows) - len(gone)
+            new_rows, gone_rows = list(new), list(gone)
+            new_by_key = dict(zip(_keys_of(new_rows), new_rows))
+            for key, row in zip(_keys_of(gone_rows), gone_rows):
+                other = new_by_key.pop(key, None)
+                if other is None:
+                    only_base.append((_cell(key), _value(key, row)))
+                else:
+                    moved.append((_cell(key), _value(key, row), _value(key, other)))
+            only_cand.extend((_cell(k), _value(k, r)) for k, r in new_by_key.items())
+    by_cell = itemgetter(0)
+    return EvidenceDiff(identical=identical, moved=tuple(sorted(moved, key=by_cell)),
+                        only_base=tuple(sorted(only_base, key=by_cell)),
+                        only_candidate=tuple(sorted(only_cand, key=by_cell)))

@@ -1,0 +1,192 @@
+"""The bounded-memory evidence path (external sort, merge, merge-join diff) against the
+whole-capture reference in relgate.evidence.cells, on random captures and tiny chunks (so
+every capture is spilled as many runs and merged)."""
+
+from __future__ import annotations
+
+import io
+import random
+from contextlib import ExitStack
+from pathlib import Path
+
+import pytest
+
+from relgate.core.errors import InputError
+from relgate.evidence import stream
+from relgate.evidence.cells import diff_cells, merge_captures, read_cells, render_capture
+from relgate.evidence.stream import count_cells, diff_sorted, sorted_cells, write_sorted
+
+SUITES = ["scan", "scan2", "scan\x01", "golden", "é", "s p", "a", "ab"]
+ARMS = ["cpu", "cuda", "c", "cu\x02", "ref"]
+
+
+def _random_capture(rng: random.Random, rows: int, *, low: bool) -> bytes:
+    suites = SUITES if low else [s for s in SUITES if "\x01" not in s]
+    arms = ARMS if low else [a for a in ARMS if "\x02" not in a]
+    out = []
+    if rng.random() < 0.5:
+        out.append("# relgate evidence")
+    for _ in range(rows):
+        r = rng.random()
+        if r < 0.03:
+            out.append("# a comment\twith a tab")
+        elif r < 0.05:
+            out.append(rng.choice(["", "   ", "\u00a0"]))
+        else:
+            value = rng.choice(["1", "2.5", "", "v\tw", "x y", "ü", f"{rng.random():.3f}"])
+            out.append(f"{rng.choice(suites)}\t{rng.choice(arms)}\tk{rng.randrange(rows // 2 + 1)}\t{value}")
+    text = "\n".join(out) + rng.choice(["\n", ""])
+    if rng.random() < 0.3:
+        text = text.replace("\n", "\r\n")
+    data = text.encode()
+    return b"\xef\xbb\xbf" + data if rng.random() < 0.2 else data
+
+
+def _write(tmp_path: Path, name: str, data: bytes) -> Path:
+    path = tmp_path / name
+    path.write_bytes(data)
+    return path
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_stream_matches_the_reference(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = random.Random(seed)
+    if seed % 3 == 0:  # many runs: merged in groups first
+        monkeypatch.setattr(stream, "MAX_RUNS", 3)
+    low = seed % 4 == 0
+    base = _write(tmp_path, "base.cells", _random_capture(rng, rng.randrange(0, 300), low=low))
+    cands = [_write(tmp_path, f"cand{i}.cells", _random_capture(rng, rng.randrange(0, 300), low=low))
+             for i in range(rng.randrange(1, 4))]
+    chunk = rng.choice([16, 64, 256, 1 << 20])
+    base_cells = read_cells(base)
+    cand_cells = merge_captures(read_cells(p) for p in cands)
+    with ExitStack() as stack:
+        b, c = sorted_cells(stack, [[base], cands], tmp=tmp_path / "tmp", chunk_bytes=chunk)
+        out = io.BytesIO()
+        assert write_sorted(c, out) == len(cand_cells)
+        assert out.getvalue() == render_capture(cand_cells).encode()
+        assert count_cells(b) == len(base_cells)
+        assert diff_sorted(b, c) == diff_cells(base_cells, cand_cells)
+        assert diff_sorted(c, b) == diff_cells(cand_cells, base_cells)
+        if chunk < 64:  # tiny chunks: the captures were spilled as runs and merged
+            assert any((tmp_path / "tmp").iterdir())
+    assert not (tmp_path / "tmp").exists() or not any((tmp_path / "tmp").iterdir())  # the runs are gone
+
+
+def test_a_sorted_baseline_is_merged_in_place_and_diffs_like_the_reference(tmp_path: Path) -> None:
+    rng = random.Random(7)
+    cells = {(f"s{i % 7}", f"a{i % 3}", f"k{i}"): f"{rng.random():.4f}" for i in range(2000)}
+    base = _write(tmp_path, "base.cells", render_capture(cells).encode())
+    moved = dict(cells)
+    for cell in list(moved)[::50]:
+        moved[cell] = "moved"
+    del moved[next(iter(moved))]
+    moved[("new", "arm", "key")] = "1"
+    rows = list(render_capture(moved).splitlines()[1:])
+    rng.shuffle(rows)
+    cand = _write(tmp_path, "cand.cells", ("\n".join(rows) + "\n").encode())
+    with ExitStack() as stack:
+        b, c = sorted_cells(stack, [[base], [cand]], tmp=tmp_path / "tmp", chunk_bytes=512)
+        assert diff_sorted(b, c) == diff_cells(cells, moved)
+        out = io.BytesIO()
+        write_sorted(b, out)
+        assert out.getvalue() == base.read_bytes()
+
+
+BAD = [
+    (b"s\ta\tk\t1\nno tabs here\n", "bad.cells:2: malformed evidence row"),
+    (b"s\ta\tk\t1\n" * 40 + b"s\t\tk\t1\n", "bad.cells:41: malformed evidence row"),
+    (b"s\ta\tk\t1\n" * 40 + b"s\ta\tk\t\xff\n", "bad.cells:41: evidence is not valid UTF-8"),
+    # a bad byte later in the file is named before a malformed row earlier, as read_cells does
+    (b"s\ta\tk\n" + b"s\ta\tk\t1\n" * 40 + b"s\ta\tk\t\xc3\n", "bad.cells:42: evidence is not valid UTF-8"),
+]
+
+
+@pytest.mark.parametrize(("data", "message"), BAD)
+@pytest.mark.parametrize("chunk", [8, 64, 1 << 20])
+def test_bad_input_names_file_and_line_as_the_reference(tmp_path: Path, data: bytes, message: str,
+                                                        chunk: int) -> None:
+    path = _write(tmp_path, "bad.cells", data)
+    with pytest.raises(InputError) as reference:
+        read_cells(path)
+    with pytest.raises(InputError) as streamed, ExitStack() as stack:
+        sorted_cells(stack, [[path]], tmp=tmp_path / "tmp", chunk_bytes=chunk)
+    assert message in str(reference.value)
+    assert str(streamed.value) == str(reference.value)
+
+
+def test_a_value_ending_in_cr_is_refused_as_write_cells_does(tmp_path: Path) -> None:
+    path = _write(tmp_path, "cr.cells", b"s\ta\tk\tv\r\r\n")
+    with pytest.raises(InputError) as reference:
+        render_capture(read_cells(path))
+    with pytest.raises(InputError) as streamed, ExitStack() as stack:
+        [cells] = sorted_cells(stack, [[path]], tmp=None)
+        write_sorted(cells, io.BytesIO())
+    assert str(streamed.value) == str(reference.value)
+
+
+def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no such evidence file"), ExitStack() as stack:
+        sorted_cells(stack, [[tmp_path / "nope.cells"]], tmp=None)
+
+
+# --- the diff command's fast path (bytes rows, one side keyed) against the reference -----------------
+
+
+def _pair_of_captures(rng: random.Random) -> tuple[bytes, bytes]:
+    n = rng.randrange(0, 400)
+    rows = [(f"s{i % 5}", rng.choice(["cpu", "cuda", "é"]), f"k{i}", f"{rng.random():.3f}") for i in range(n)]
+    if rng.random() < 0.2 and rows:  # a cell written twice
+        rows.insert(rng.randrange(len(rows) + 1), (*rows[rng.randrange(len(rows))][:3], "again"))
+    cand = [list(r) for r in rows]
+    for _ in range(rng.randrange(0, 5)):
+        if cand:
+            del cand[rng.randrange(len(cand))]
+    for p in range(0, len(cand), rng.choice([3, 10, 100])):
+        cand[p][3] = f"{rng.random():.3f}m"
+    for n_new in range(rng.randrange(0, 5)):
+        cand.insert(rng.randrange(len(cand) + 1), ["new", "cpu", f"added{n_new}", "1"])
+    if rng.random() < 0.15 and cand:  # the candidate writes a row or a cell twice
+        dup = list(cand[rng.randrange(len(cand))])
+        if rng.random() < 0.5:
+            dup[3] = "other"
+        cand.insert(rng.randrange(len(cand) + 1), dup)
+    if rng.random() < 0.3:
+        rng.shuffle(cand)
+    elif rng.random() < 0.3 and len(cand) > 4:  # a stretch in another order
+        a = rng.randrange(len(cand) - 3)
+        cand[a:a + 3] = reversed(cand[a:a + 3])
+
+    def text(rs: list) -> bytes:
+        header = "# relgate evidence\n" if rng.random() < 0.5 else ""
+        return (header + "".join("\t".join(r) + "\n" for r in rs)).encode()
+
+    return text(rows), text(cand)
+
+
+@pytest.mark.parametrize("seed", range(200))
+def test_diff_command_fast_path_matches_the_reference(tmp_path: Path, seed: int,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    from relgate.evidence import cells
+    from relgate.evidence.cells import _diff_files
+
+    monkeypatch.setattr(cells, "_WINDOW", (1, 7, 64, 4096)[seed % 4])  # windows smaller than a row too
+    monkeypatch.setattr(cells, "_NEAR", (1, 3, 32, 32)[seed % 4])
+    rng = random.Random(seed)
+    base_bytes, cand_bytes = _pair_of_captures(rng)
+    base = _write(tmp_path, "base.cells", base_bytes)
+    cand = _write(tmp_path, "cand.cells", cand_bytes)
+    assert _diff_files(base, cand) == diff_cells(read_cells(base), read_cells(cand))
+    assert _diff_files(cand, base) == diff_cells(read_cells(cand), read_cells(base))
+
+
+def test_unwritable_spill_folder_is_one_line_error(tmp_path: Path) -> None:
+    from relgate.evidence.baselines import _spilling
+
+    tmp = tmp_path / "home" / "tmp"
+    tmp.parent.mkdir()
+    tmp.write_text("a file where the temporary folder goes (as good as a read-only home, even for root)")
+    big = _write(tmp_path, "big.cells", b"".join(b"s\ta\tk%d\t1\n" % i for i in range(3000)))
+    with pytest.raises(InputError, match="cannot write the evidence's temporary files"), \
+            _spilling(tmp), ExitStack() as stack:
+        sorted_cells(stack, [[big]], tmp=tmp, chunk_bytes=1024)
