@@ -11,10 +11,10 @@ An intentional entry that matches no difference is stale, and that is an error t
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 from relgate.evidence.cells import Cell, EvidenceDiff, diff_cells, label, read_cells, render_capture
 from relgate.ledger.identity import ProjectIdentity
 from relgate.ledger.store import BaselineRow, EvidenceRow, Ledger
@@ -29,7 +29,7 @@ def board_key(board: str | None, host: str) -> str:
     return board or f"host:{host}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Capture:
     board: str
     commit: str
@@ -74,7 +74,7 @@ def accept(ledger: Ledger, *, commit: str, release: str, project: ProjectIdentit
     return ledger.add_baselines(rows)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BoardReport:
     board: str
     baseline: BaselineRow | None
@@ -120,7 +120,7 @@ class BoardReport:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class EvidenceReport:
     commit: str
     boards: tuple[BoardReport, ...]

@@ -55,10 +55,10 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relgate.core.record import record
 from relgate.manifest.lanes import LaneRow, LanesFile
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.targets import Target
@@ -103,7 +103,7 @@ QUALIFICATION_DIR = "tools/qualification/"
 QUALIFICATION_FEATURE = "qualification"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Violation:
     rule: str  # one of RULES
     target: str  # the target name, or its path (its origin) when it has no name

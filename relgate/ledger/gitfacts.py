@@ -8,15 +8,15 @@ step).
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 
 __all__ = ["GitFacts", "read_git_facts", "tree_is_dirty", "resolve_commit", "git_ignores"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class GitFacts:
     commit: str
     branch: str | None  # None on a detached HEAD

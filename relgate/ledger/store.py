@@ -20,12 +20,13 @@ import sqlite3
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from relgate.core.errors import ExecutionError, InputError
+from relgate.core.record import record
 from relgate.core.verdict import Verdict
 from relgate.ledger.identity import ProjectIdentity
 
@@ -181,7 +182,7 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class RunRow:
     id: str
     session: str
@@ -197,7 +198,7 @@ class RunRow:
     project_key: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class StepRow:
     id: int
     run_id: str
@@ -241,7 +242,7 @@ class StepRow:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class EvidenceRow:
     id: int
     step_id: int
@@ -259,7 +260,7 @@ class EvidenceRow:
     project_key: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BaselineRow:
     id: int
     release: str
@@ -272,7 +273,7 @@ class BaselineRow:
     project_key: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BatchRow:
     """One batch of measurement rows: a release's baseline, or runs of the candidate."""
 
@@ -295,7 +296,7 @@ class BatchRow:
     created: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class DecisionRow:
     """A person's decision on a checklist item for one commit: attest, skip, not-validated."""
 

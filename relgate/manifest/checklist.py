@@ -32,10 +32,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relgate.core.record import record
 from relgate.manifest.schema import Checker, did_you_mean
 
 __all__ = ["AUTO_KINDS", "ChecklistItem", "ReleaseSpec", "ChecklistSpec", "parse_checklist"]
@@ -46,7 +46,7 @@ AUTO_KINDS = {"session": True, "lane": True, "evidence": False, "package": False
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ChecklistItem:
     id: str
     title: str
@@ -67,7 +67,7 @@ class ChecklistItem:
         return kind, arg or None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ReleaseSpec:
     version: str
     boards: tuple[str, ...]
@@ -76,7 +76,7 @@ class ReleaseSpec:
     tag_requires: tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ChecklistSpec:
     release: ReleaseSpec
     items: tuple[ChecklistItem, ...]

@@ -20,11 +20,12 @@ import sys
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
 from relgate.core.errors import ManifestError
+from relgate.core.record import record
 from relgate.core.redact import redact_env
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
@@ -44,7 +45,7 @@ __all__ = ["HostResult", "FleetResult", "spread", "run_fleet", "run_fleet_plan",
            "render_hosts"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class HostResult:
     """What one host did in this run: its steps' outcomes in order, and why its worker broke."""
 
@@ -57,7 +58,7 @@ class HostResult:
         return self.broken is None and not any(o.verdict.blocks for o in self.outcomes)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class FleetResult:
     """Per-host results (``GroupResult``): every host's, whatever the others did."""
 

@@ -11,12 +11,13 @@ failing step prints keeps it a ``fail``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from relgate.core.record import record
 
 __all__ = ["KnownMessage", "KNOWN_MESSAGES", "HarnessScanner", "exit_status_reason"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class KnownMessage:
     tool: str
     pattern: str  # a regex searched in each output line

@@ -11,12 +11,12 @@ import os
 import re
 import sys
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from relgate import __version__
 from relgate.core.errors import InputError
+from relgate.core.record import record
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.store import Ledger
 from relgate.manifest.schema import display_path
@@ -34,7 +34,7 @@ FILES = ("signoff.md", "signoff.json", "changelog-section.md")
 _STATE = ".signoff-state.json"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SignoffResult:
     out: Path
     complete: bool
