@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -326,7 +327,9 @@ class Ledger:
         A new ledger is built in a temporary file and linked into place, so concurrent
         first runs never race on the schema. An existing file must be a healthy SQLite
         database (header, ``PRAGMA quick_check``): anything else is refused before anything
-        writes into it, with a message that says how to move it aside."""
+        writes into it, with a message that says how to move it aside. The check reads every
+        page; it is skipped when the file is, to the inode, size and change time, the one an
+        earlier check passed (see :func:`_file_state`)."""
         home = Path(home)
         db = home / "ledger.sqlite3"
         try:
@@ -334,6 +337,7 @@ class Ledger:
             if not db.exists():
                 _create(db)
             _check_header(db)
+            state = _file_state(db)
             conn = _connect(db)
         except sqlite3.DatabaseError as exc:
             raise _unhealthy(db, str(exc)) from None
@@ -341,9 +345,12 @@ class Ledger:
             raise InputError(f"{home}: cannot create the ledger home: {exc.strerror or exc}") from None
         ledger = cls(conn, home)
         try:
-            problems = [r[0] for r in conn.execute("PRAGMA quick_check")]
-            if problems != ["ok"]:
-                raise _unhealthy(db, "; ".join(problems[:3]))
+            if state is None or state != _verified(home):
+                problems = _quick_check(conn)
+                if problems != ["ok"]:
+                    raise _unhealthy(db, "; ".join(problems[:3]))
+                if state is not None and state == _file_state(db) and time.time_ns() - state[-1] > SETTLED_NS:
+                    _stamp(home, state)
             ledger._migrate()
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -753,6 +760,59 @@ def _create(db: Path) -> None:
         for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
             if leftover.exists():
                 leftover.unlink()
+
+
+# The full check (``PRAGMA quick_check``) reads every page: on a ledger of 10,000 steps it
+# cost more than the rest of a sign-off re-run. It is skipped when the file is the one an
+# earlier check passed, by ``ledger.verified`` in the home: device, inode, size, mtime and
+# ctime of ``ledger.sqlite3``, written only after a passed check, only while no WAL holds
+# frames, and only for a state older than SETTLED_NS. Every write to the file (relgate's own,
+# a truncation, garbage written over pages, even with the mtime put back) sets its ctime to
+# the clock's now, which user space cannot set back; a state stamped only once it is that
+# old can therefore never be confused with a later one on a file system whose clock ticks
+# coarsely (a write in the same tick as the stamped one would keep the ctime). relgate's
+# own runs change the file, so the check runs again on the next open after one: what is
+# spared is the re-open of a ledger nothing wrote to (a sign-off re-run, status).
+SETTLED_NS = 2_000_000_000
+_VERIFIED = "ledger.verified"
+
+
+def _quick_check(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("PRAGMA quick_check")]
+
+
+def _file_state(db: Path) -> list[int] | None:
+    """What identifies the ledger's content without reading it; None while a WAL file holds
+    frames (another process is writing, or one crashed): such a ledger is always checked."""
+    try:
+        st = os.stat(db)
+    except OSError:
+        return None
+    try:
+        if os.stat(f"{db}-wal").st_size:
+            return None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _verified(home: Path) -> list[int] | None:
+    try:
+        data = json.loads((home / _VERIFIED).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, list) else None
+
+
+def _stamp(home: Path, state: list[int]) -> None:
+    tmp = home / f".{_VERIFIED}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, home / _VERIFIED)
+    except OSError:  # a read-only home: the next open checks again
+        tmp.unlink(missing_ok=True)
 
 
 def _check_header(db: Path) -> None:
