@@ -130,3 +130,14 @@ def test_copies_pickles_and_recursive_repr():
     h = Holder(items=[])
     h.items.append(h)
     assert repr(h) == "Holder(items=[...])"
+
+
+def test_a_lazy_pattern_compiles_on_first_use():
+    import re
+
+    from relgate.core.patterns import LazyPattern
+
+    p = LazyPattern(r"(?P<name>ab+)", re.IGNORECASE)
+    assert p._compiled is None
+    assert p.sub("-", "xABBy") == "x-y" and p.search("ab")["name"] == "ab"
+    assert p.compiled() is p._compiled and p.pattern == "(?P<name>ab+)" and p.flags & re.IGNORECASE

@@ -18,7 +18,6 @@ import json
 import os
 import sqlite3
 import time
-import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
@@ -177,6 +176,11 @@ _MIGRATIONS: tuple[str, ...] = (
     CREATE INDEX decisions_by_item ON decisions(project, item, id);
     """,
 )
+
+
+def _token() -> str:
+    """8 random hex digits (a run id's tail, a temporary file's name)."""
+    return os.urandom(4).hex()
 
 
 def _now() -> str:
@@ -410,7 +414,7 @@ class Ledger:
     def begin_run(self, *, session: str, argv: Sequence[str], project: str, project_root: Path,
                   commit: str, branch: str | None, dirty: bool, identity: ProjectIdentity | None = None) -> str:
         """A new run; its steps (and their evidence) carry ``identity``, the project they belong to."""
-        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + _token()
         with self._tx():
             self._conn.execute(
                 "INSERT INTO runs (id, session, argv, project, project_root, commit_sha, branch, dirty, started,"
@@ -544,7 +548,7 @@ class Ledger:
         final = self.home / "objects" / sha[:2] / f"{sha}{suffix}"
         if not final.exists():
             final.parent.mkdir(parents=True, exist_ok=True)
-            tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
+            tmp = final.with_name(f".{final.name}.{_token()}.tmp")
             tmp.write_bytes(data)
             os.replace(tmp, final)
         with self._tx():
@@ -558,7 +562,7 @@ class Ledger:
         digest = hashlib.sha256()
         objects = self.home / "objects"
         objects.mkdir(parents=True, exist_ok=True)
-        tmp = objects / f".incoming.{uuid.uuid4().hex[:8]}.tmp"
+        tmp = objects / f".incoming.{_token()}.tmp"
         try:
             with open(source, "rb") as src, open(tmp, "wb") as out:
                 for block in iter(lambda: src.read(1 << 20), b""):
@@ -741,7 +745,7 @@ def _apply(conn: sqlite3.Connection, version: int) -> None:
 def _create(db: Path) -> None:
     """A complete ledger in a temporary file, linked into place; the loser of a race keeps
     the winner's file (a 0-byte ``ledger.sqlite3`` is therefore never relgate's own)."""
-    tmp = db.with_name(f".{db.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = db.with_name(f".{db.name}.{_token()}.tmp")
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
@@ -807,7 +811,7 @@ def _verified(home: Path) -> list[int] | None:
 
 
 def _stamp(home: Path, state: list[int]) -> None:
-    tmp = home / f".{_VERIFIED}.{uuid.uuid4().hex[:8]}.tmp"
+    tmp = home / f".{_VERIFIED}.{_token()}.tmp"
     try:
         tmp.write_text(json.dumps(state))
         os.replace(tmp, home / _VERIFIED)

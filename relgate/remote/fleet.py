@@ -19,7 +19,6 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
@@ -141,6 +140,8 @@ def run_fleet(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
     results: dict[str, HostResult] = {}
     with sigterm_interrupts():
         if groups:
+            from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait  # a fleet run only
+
             threads = ThreadPoolExecutor(max_workers=max(1, min(workers, len(groups))),
                                          thread_name_prefix="relgate-host")
             futures = [threads.submit(_host_worker, placed, shared) for placed in groups.values()]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 
+from relgate.core.patterns import LazyPattern
 from relgate.core.record import record
 
 __all__ = ["KnownMessage", "KNOWN_MESSAGES", "HarnessScanner", "exit_status_reason"]
@@ -50,7 +51,7 @@ KNOWN_MESSAGES: tuple[KnownMessage, ...] = (
                  reason="the GPU is out of memory"),
 )
 
-_ANY = re.compile("|".join(f"(?P<m{i}>{m.pattern})" for i, m in enumerate(KNOWN_MESSAGES)), re.MULTILINE)
+_ANY = LazyPattern("|".join(f"(?P<m{i}>{m.pattern})" for i, m in enumerate(KNOWN_MESSAGES)), re.MULTILINE)
 _CHEAP = re.compile(r"\[\d+\]|network|download|CUDA|cuda", re.IGNORECASE)
 
 
