@@ -13,6 +13,9 @@ class is defined.
     @record                  # frozen, keyword-only, compared and hashed by its fields
     @record(frozen=False)    # keyword-only and mutable (unhashable, as a dataclass is)
     @record(eq=False)        # frozen, compared and hashed by identity
+
+``__dataclass_params__`` says ``init=repr=eq=frozen=False`` (dataclasses wrote none of it):
+subclass a record with ``@record``; ``@dataclass(frozen=True)`` refuses a base that says so.
 """
 
 from __future__ import annotations
