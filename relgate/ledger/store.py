@@ -341,8 +341,8 @@ class Ledger:
             if not db.exists():
                 _create(db)
             _check_header(db)
-            state = _file_state(db)
             conn = _connect(db)
+            state = _file_state(db)  # as the connection found it (journal_mode=WAL may have written)
         except sqlite3.DatabaseError as exc:
             raise _unhealthy(db, str(exc)) from None
         except OSError as exc:
