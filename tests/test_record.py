@@ -141,3 +141,14 @@ def test_a_lazy_pattern_compiles_on_first_use():
     assert p._compiled is None
     assert p.sub("-", "xABBy") == "x-y" and p.search("ab")["name"] == "ab"
     assert p.compiled() is p._compiled and p.pattern == "(?P<name>ab+)" and p.flags & re.IGNORECASE
+
+
+def test_frozen_and_mutable_records_do_not_mix():
+    with pytest.raises(TypeError, match="cannot inherit non-frozen record"):
+        @record(frozen=False)
+        class Loose(Checked):
+            extra: int = 0
+    with pytest.raises(TypeError, match="cannot inherit frozen record"):
+        @record
+        class Strict(Tally):
+            extra: int = 0

@@ -122,6 +122,10 @@ def _set(cls: type, name: str, value: Any) -> None:
 def _make(cls: T, *, frozen: bool, eq: bool) -> T:
     if not cls.__dict__.get("__doc__"):
         cls.__doc__ = cls.__name__  # else dataclass builds a signature for it (inspect)
+    for base in cls.__mro__[1:]:  # as dataclasses refuses to mix frozen and mutable ones
+        if "__record_frozen__" in base.__dict__ and base.__dict__["__record_frozen__"] != frozen:
+            raise TypeError(f"cannot inherit {'frozen' if frozen else 'non-frozen'} record {cls.__name__} "
+                            f"from a {'non-frozen' if frozen else 'frozen'} one ({base.__name__})")
     class_hash = cls.__dict__.get("__hash__", MISSING)
     explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in cls.__dict__))
     cls = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
