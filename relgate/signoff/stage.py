@@ -10,7 +10,6 @@ import json
 import os
 import re
 import sys
-import uuid
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -60,7 +59,7 @@ def _manifest_digest(ws: Workspace) -> str:
 
 def _write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")  # (uuid: 1.5 ms of a re-run)
     tmp.write_bytes(data)
     os.replace(tmp, path)
 
