@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from relgate import __version__
-from relgate.core.errors import InputError, RelgateError
+from relgate.core.errors import InputError, Interrupted, RelgateError
 from relgate.ledger.store import Ledger
 from relgate.manifest.options import add_run_options, options_from
 from relgate.manifest.workspace import Workspace
-from relgate.run.executor import Interrupted
 
 __all__ = ["main", "guarded"]
 

@@ -20,7 +20,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Protocol
 
-from relgate.core.errors import InputError
+from relgate.core.errors import InputError, Interrupted
 from relgate.core.record import record
 from relgate.core.redact import Redactor, argv_secrets, display_command, env_secrets, redact_env, shell_secrets
 from relgate.run.guard import TAG_VAR, describe, guardian, kill_pids, new_tag, tagged
@@ -34,14 +34,6 @@ __all__ = [
 TAIL_LINES = 40
 _KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of a stopped step's group
 _LINE_MAX = 1 << 16  # a longer line reaches the sink in pieces (bounded memory)
-
-
-class Interrupted(BaseException):
-    """relgate itself was told to stop (SIGTERM/SIGINT) while a command ran."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
 
 
 @record
