@@ -92,9 +92,10 @@ def main() -> int:
             "empty nox -l": [*nox, "-f", str(empty), "-l"],
         }
         times: dict[str, list[float]] = {k: [] for k in sides}
+        cpus: dict[str, list[float]] = {k: [] for k in sides}
         for round_no in range(args.warmup + args.rounds):
             for label, argv in sides.items():
-                wall, _, done = timed(argv, env, cwd=tmp)
+                wall, cpu, done = timed(argv, env, cwd=tmp)
                 if done.returncode != 0:
                     return failed(label, done)
                 if round_no == 0 and label == "relgate host":
@@ -104,13 +105,18 @@ def main() -> int:
                         return 1
                 if round_no >= args.warmup:
                     times[label].append(wall)
+                    cpus[label].append(cpu)
             if round_no >= args.warmup:
                 print(f"round {round_no - args.warmup + 1}: " + ", ".join(
                     f"{k} {times[k][-1] * 1000:.0f} ms" for k in sides))
     med = {k: statistics.median(v) for k, v in times.items()}
     fixed = (med["relgate host"] - med["empty session"]) * 1000
     ratio = med["relgate nox -l"] / med["empty nox -l"]
+    cpu_med = {k: statistics.median(v) for k, v in cpus.items()}
     print("\nmedians: " + ", ".join(f"{k} {v * 1000:.0f} ms" for k, v in med.items()))
+    print("CPU (user + sys of the process and the children it waited for), medians: " + ", ".join(
+        f"{k} {v * 1000:.0f} ms" for k, v in cpu_med.items()) +
+        f"; relgate host - empty session: {(cpu_med['relgate host'] - cpu_med['empty session']) * 1000:.0f} ms")
     print(f"fixed cost (nox -s host with one `true` check - empty nox session): {fixed:.0f} ms "
           f"(goal <= {FIXED_GOAL_MS:.0f} ms): {'PASS' if fixed <= FIXED_GOAL_MS else 'MISS'}")
     print(f"nox -l, relgate / empty noxfile: {ratio:.2f} (goal <= {LIST_GOAL}): {'PASS' if ratio <= LIST_GOAL else 'MISS'}")

@@ -11,11 +11,10 @@ from pathlib import Path
 from typing import Any
 
 from relgate import __version__
-from relgate.core.errors import InputError, RelgateError
+from relgate.core.errors import InputError, Interrupted, RelgateError
 from relgate.ledger.store import Ledger
 from relgate.manifest.options import add_run_options, options_from
 from relgate.manifest.workspace import Workspace
-from relgate.run.executor import Interrupted
 
 __all__ = ["main", "guarded"]
 
@@ -39,14 +38,60 @@ def guarded(func: Callable[[], int]) -> int:
         return 0
 
 
-def _parser() -> argparse.ArgumentParser:
+class _Unused:
+    """Stands in for the parser of a command this invocation does not name: building every
+    command's parser (two dozen, with their help texts) cost more than running one."""
+
+    def __getattr__(self, name: str) -> Callable[..., _Unused]:
+        return lambda *args, **kwargs: self
+
+
+class _Only:
+    """The subparsers action, registering only the command named ``only`` (all with None)."""
+
+    def __init__(self, sub: argparse._SubParsersAction, only: str | None) -> None:  # type: ignore[type-arg]
+        self._sub, self._only = sub, only
+
+    def add_parser(self, name: str, **kwargs: Any) -> Any:
+        if self._only is None or name == self._only:
+            return self._sub.add_parser(name, **kwargs)
+        return _Unused()
+
+
+_VALUED = ("--workspace", "--manifests", "--hosts", "--home")  # the global options that take a value
+_COMMAND_NAMES = frozenset({"check", "host", "census", "lane", "package-verify", "publish-dry-run", "status",
+                           "evidence", "measure", "compare", "attest", "skip", "run", "signoff", "tag",
+                           "verify-signoff"})
+
+
+def _command_of(argv: Sequence[str]) -> str | None:
+    """The command ``argv`` names, read as argparse reads the global options before it
+    (``--opt VALUE``, ``--opt=VALUE``, unique abbreviations); None for anything else
+    (``--help``, ``--version``, an unknown option, no command), which gets the whole parser."""
+    args = iter(argv)
+    for arg in args:
+        if not arg.startswith("-") or arg == "-":
+            return arg if arg in _COMMAND_NAMES else None
+        name = arg.partition("=")[0]
+        if not name.startswith("--") or len(name) < 3:  # -h, --, another short option
+            return None
+        matches = [o for o in (*_VALUED, "--version", "--help") if o.startswith(name)]
+        if len(matches) != 1 or matches[0] not in _VALUED:
+            return None
+        if "=" not in arg:
+            next(args, None)
+    return None
+
+
+def _parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The command line; with ``only``, just that command's parser under the global options."""
     p = argparse.ArgumentParser(prog="relgate", description="Release qualification: an executable runbook.")
     p.add_argument("--version", action="version", version=f"relgate {__version__}")
     p.add_argument("--workspace", type=Path, default=Path.cwd(), help="workspace folder (default: cwd)")
     p.add_argument("--manifests", type=Path, help="manifest folder (default: $RELGATE_MANIFESTS or ./manifests)")
     p.add_argument("--hosts", type=Path, help="host folder (default: $RELGATE_HOSTS or ./hosts)")
     p.add_argument("--home", type=Path, help="ledger home (default: $RELGATE_HOME or ./.relgate)")
-    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    sub: Any = _Only(p.add_subparsers(dest="command", required=True, metavar="COMMAND"), only)
     sub.add_parser("check", help="validate the manifests and hosts, print what would run")
     host = sub.add_parser("host", help="run the host checks (same as nox -s host)")
     add_run_options(host)
@@ -179,7 +224,8 @@ _COMMANDS = {"check": _cmd_check, "host": _cmd_host, "lane": _cmd_lane, "census"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = _parser(_command_of(argv)).parse_args(argv)
     if args.command not in _COMMANDS:
         from relgate.signoff.commands import COMMANDS
 

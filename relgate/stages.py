@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, TextIO
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 from relgate.lanes.plan import lane_targets, plan_lane
 from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps
 from relgate.lanes.steps import census_step as lane_census_step
@@ -139,7 +139,7 @@ def _list_lane(ws: Workspace, lanes: LanesSpec, lane: str, hosts: Sequence[Host]
           else f"{lane}: {NO_TARGETS}", file=out)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PlannedSession:
     """What one session would run: each step with where it would run, or why not."""
 

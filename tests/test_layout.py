@@ -110,3 +110,17 @@ def test_a_local_only_run_does_not_load_the_ssh_side():
             "print(sorted(m for m in ('paramiko', 'fabric', 'invoke') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert done.stdout.strip() == "[]"
+
+
+def test_the_host_path_imports_only_what_it_uses():
+    """Startup is relgate's fixed cost on every session (bench/fixed_cost.py): the stdlib modules
+    only some runs need (a bad name's suggestion, SSH hosts, fleets, declared products) load
+    when those runs need them, and the records cost no code generation."""
+    code = ("import sys, dataclasses; import relgate.stages, relgate.cli, relgate.remote.fleet;"
+            "print(sorted(m for m in ('difflib', 'getpass', 'uuid', 'concurrent.futures', 'glob', 'termios')"
+            " if m in sys.modules));"
+            "print(sum(dataclasses.is_dataclass(c) and '__record_init__' not in c.__dict__"
+            " for m in list(sys.modules.values()) if m and m.__name__.startswith('relgate')"
+            " for c in vars(m).values() if isinstance(c, type) and c.__module__ == m.__name__))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
+    assert done.stdout.split("\n")[:2] == ["[]", "0"], done.stdout

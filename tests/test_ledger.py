@@ -262,3 +262,77 @@ def test_a_damaged_ledger_is_refused_and_left_untouched(tmp_path: Path, damage) 
     assert "\n" not in message
     assert db.read_bytes() == before  # nothing wrote into it
     assert not (home / "ledger.sqlite3-wal").exists() or (home / "ledger.sqlite3-wal").stat().st_size == 0
+
+
+def _count_checks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    import relgate.ledger.store as store
+
+    calls: list[int] = []
+    real = store._quick_check
+
+    def counted(conn: sqlite3.Connection) -> list[str]:
+        calls.append(1)
+        return real(conn)
+
+    monkeypatch.setattr(store, "_quick_check", counted)
+    return calls
+
+
+def _settle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """What SETTLED_NS waits for, in a test's time: the clock has moved past the file's last
+    change (a coarse file-system clock ticks in milliseconds), so any later write shows."""
+    import relgate.ledger.store as store
+
+    monkeypatch.setattr(store, "SETTLED_NS", 50_000_000)
+    time.sleep(0.1)
+
+
+def test_a_ledger_nothing_changed_is_not_checked_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    _filled_ledger(home)
+    checks = _count_checks(monkeypatch)
+    Ledger.open(home).close()  # the file was just written: checked, not stamped (it is not settled)
+    assert len(checks) == 1 and not (home / "ledger.verified").exists()
+    _settle(monkeypatch)
+    Ledger.open(home).close()  # checked and stamped
+    Ledger.open(home).close()  # the same file: not read again
+    assert len(checks) == 2
+    with Ledger.open(home) as ledger:  # a write changes the file: the next open checks it again
+        ledger.begin_run(session="s", argv=[], project="p", project_root=tmp_path, commit="c" * 40, branch=None,
+                         dirty=False)
+    assert len(checks) == 2
+    Ledger.open(home).close()
+    assert len(checks) == 3
+
+
+@pytest.mark.parametrize("damage", [_damage_truncate, _damage_garbage], ids=["truncated", "garbage-pages"])
+def test_a_ledger_damaged_after_its_check_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                     damage) -> None:  # noqa: ANN001
+    home = tmp_path / "home"
+    db = _filled_ledger(home)
+    _settle(monkeypatch)
+    Ledger.open(home).close()
+    assert (home / "ledger.verified").exists()
+    st = db.stat()
+    damage(db)
+    os.utime(db, ns=(st.st_atime_ns, st.st_mtime_ns))  # even with its mtime put back (cp -p, rsync -t)
+    before = db.read_bytes()
+    with pytest.raises(InputError, match="not a healthy SQLite ledger"):
+        Ledger.open(home)
+    assert db.read_bytes() == before
+
+
+def test_a_ledger_with_frames_in_its_wal_is_always_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path / "home"
+    _filled_ledger(home)
+    _settle(monkeypatch)
+    Ledger.open(home).close()
+    checks = _count_checks(monkeypatch)
+    writer = Ledger.open(home)  # another process's open connection, with a write not yet checkpointed
+    writer.begin_run(session="s", argv=[], project="p", project_root=tmp_path, commit="c" * 40, branch=None,
+                     dirty=False)
+    try:
+        Ledger.open(home).close()
+    finally:
+        writer.close()
+    assert len(checks) == 1  # the writer's open was the stamped file; the second found frames in the WAL

@@ -5,7 +5,9 @@ Errors are rendered once, by the CLI or the session layer, as one line each.
 
 from __future__ import annotations
 
-__all__ = ["RelgateError", "InputError", "ManifestError", "ExecutionError"]
+import signal
+
+__all__ = ["RelgateError", "InputError", "ManifestError", "ExecutionError", "Interrupted"]
 
 
 class RelgateError(Exception):
@@ -37,3 +39,13 @@ class ManifestError(InputError):
 
 class ExecutionError(RelgateError):
     """The harness, a host or the network broke (maps to verdict ``error``)."""
+
+
+class Interrupted(BaseException):
+    """relgate itself was told to stop (SIGTERM/SIGINT) while a command ran. (Not an error
+    to render: the CLI turns it into 128 + the signal; it lives here so that the CLI can
+    catch it without importing the executor.)"""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signum
+        super().__init__(signal.Signals(signum).name)

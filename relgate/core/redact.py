@@ -17,6 +17,8 @@ import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 
+from relgate.core.patterns import LazyPattern
+
 __all__ = ["display_command", "MASK", "is_secret_name", "redact_env", "redact_argv", "argv_secrets", "shell_secrets",
            "env_secrets", "redact_text", "redact_file", "Redactor"]
 
@@ -24,19 +26,19 @@ MASK = "***"
 _SECRET_NAME = re.compile(r"TOKEN|PASSWORD|PASSWD|SECRET|KEY|CREDENTIAL|AUTH", re.IGNORECASE)
 # --token=abc, --api-key=abc, password=abc, HF_TOKEN=abc ("name: value" is left alone:
 # it would eat compiler locations such as "src/keys.c:12:3").
-_INLINE = re.compile(
+_INLINE = LazyPattern(
     r"(?P<name>(?:--?)?[A-Za-z0-9_-]*(?:token|password|passwd|secret|key|credential|auth)[A-Za-z0-9_-]*)"
     r"(?P<sep>=)(?P<value>[^\s'\"&;]+)",
     re.IGNORECASE,
 )
 # Credentials inside a URL: scheme://user:PASSWORD@host, and scheme://TOKEN@host (a long
 # user part alone is how GitHub and others pass a token).
-_URL = re.compile(
+_URL = LazyPattern(
     r"(?P<name>\b[A-Za-z][A-Za-z0-9+.-]*://(?:[^\s/@:'\"]*:)?)(?P<sep>)(?P<value>[^\s/@'\"]+)(?=@)")
 _URL_USER_ONLY = 16  # shorter user names without a password ("git", "deploy") stay visible
 # HTTP headers that carry credentials, as on a curl/wget command line or in a log:
 # "Authorization: Bearer VALUE", "X-Api-Key: VALUE", "Cookie: VALUE".
-_HEADER = re.compile(
+_HEADER = LazyPattern(
     r"(?P<name>\b(?:Authorization|Proxy-Authorization|Cookie|Set-Cookie|"
     r"[A-Za-z0-9-]*(?:token|secret|api-?key|password|auth)[A-Za-z0-9-]*)\s*:\s*"
     r"(?:(?:Bearer|Basic|Token|Digest|Negotiate|token)\s+)?)(?P<sep>)(?P<value>[^\s'\"]+)",

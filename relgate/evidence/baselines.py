@@ -19,10 +19,10 @@ import os
 import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager, suppress
-from dataclasses import dataclass
 from pathlib import Path
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 from relgate.evidence.cells import Cell, EvidenceDiff, label
 from relgate.evidence.stream import count_cells, diff_sorted, sorted_cells, write_sorted
 from relgate.ledger.identity import ProjectIdentity
@@ -38,7 +38,7 @@ def board_key(board: str | None, host: str) -> str:
     return board or f"host:{host}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Capture:
     """A board's capture at a commit: its files, merged in order (a later file wins on a cell)."""
 
@@ -114,7 +114,7 @@ def accept(ledger: Ledger, *, commit: str, release: str, project: ProjectIdentit
     return ledger.add_baselines(rows)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BoardReport:
     board: str
     baseline: BaselineRow | None
@@ -161,7 +161,7 @@ class BoardReport:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class EvidenceReport:
     commit: str
     boards: tuple[BoardReport, ...]

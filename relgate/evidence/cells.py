@@ -61,13 +61,13 @@ from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
 from contextlib import contextmanager, suppress
-from dataclasses import dataclass
 from itertools import chain, compress, count, filterfalse, islice, repeat
 from operator import itemgetter, ne
 from pathlib import Path
 from typing import Any, TextIO
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 
 __all__ = [
     "Cell",
@@ -154,7 +154,7 @@ def _pair(row: tuple[Any, str]) -> tuple[Any, str]:
     return row
 
 
-@dataclass(frozen=True, kw_only=True, eq=False)
+@record(eq=False)
 class _Side:
     """One capture, column-wise, for diffing.
 
@@ -487,7 +487,7 @@ def write_cells(path: Path, cells: Mapping[Cell, str]) -> None:
 # --------------------------------------------------------------------------- diffing
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class EvidenceDiff:
     """A candidate capture compared with the base, cell by cell.
 

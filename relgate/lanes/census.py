@@ -53,12 +53,11 @@ the targets' source files. Exit codes are the caller's: 0 clean, 1 violations
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relgate.core.record import record
 from relgate.manifest.lanes import LaneRow, LanesFile
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.targets import Target
@@ -103,7 +102,7 @@ QUALIFICATION_DIR = "tools/qualification/"
 QUALIFICATION_FEATURE = "qualification"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Violation:
     rule: str  # one of RULES
     target: str  # the target name, or its path (its origin) when it has no name
@@ -165,6 +164,8 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
     every_name = {t.name for t in targets if t.name}
     for name, rows in rows_by_target.items():
         if name not in every_name:
+            import difflib
+
             close = difflib.get_close_matches(name, sorted(unassigned), n=1, cutoff=0.6)
             fix = f'drop the row, or rename it to "{close[0]}"' if close else "drop the row"
             report("stale-row", name,

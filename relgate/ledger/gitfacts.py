@@ -1,22 +1,22 @@
 """Git facts about the candidate: commit, branch, whether the tree is dirty.
 
-Read with plain ``git``: ``rev-parse`` for the toplevel, branch and commit, one ``status``
-for dirtiness (importing gitpython alone cost more than everything relgate does around a
-step).
+Read with plain ``git``: ``rev-parse`` for the toplevel, branch and commit, and one
+``status`` for dirtiness, the two at once (importing gitpython alone cost more than
+everything relgate does around a step).
 """
 
 from __future__ import annotations
 
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 
 __all__ = ["GitFacts", "read_git_facts", "tree_is_dirty", "resolve_commit", "git_ignores"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class GitFacts:
     commit: str
     branch: str | None  # None on a detached HEAD
@@ -28,28 +28,47 @@ class GitFacts:
         return self.commit[:12]
 
 
-def _git(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+_STATUS = ("status", "--porcelain", "--untracked-files=normal")
+
+
+def _start(path: Path, *args: str) -> subprocess.Popen[str]:
     try:
-        return subprocess.run(["git", "-C", str(path), *args], capture_output=True, text=True, check=False)
+        return subprocess.Popen(["git", "-C", str(path), *args], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
     except FileNotFoundError:
         raise InputError(f"{path}: git is not on PATH (relgate qualifies commits)") from None
     except OSError as exc:
         raise InputError(f"{path}: cannot run git: {exc.strerror or exc}") from None
 
 
-def tree_is_dirty(toplevel: Path) -> bool:
-    """Modified, staged or untracked (not ignored) files, from one ``git status``."""
-    done = _git(toplevel, "status", "--porcelain", "--untracked-files=normal")
+def _git(path: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    proc = _start(path, *args)
+    out, err = proc.communicate()
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+def _dirty(toplevel: Path, done: subprocess.CompletedProcess[str]) -> bool:
     if done.returncode != 0:
         raise InputError(f"{toplevel}: git status failed: {done.stderr.strip()}")
     return bool(done.stdout.strip())
+
+
+def tree_is_dirty(toplevel: Path) -> bool:
+    """Modified, staged or untracked (not ignored) files, from one ``git status``."""
+    return _dirty(toplevel, _git(toplevel, *_STATUS))
 
 
 def read_git_facts(path: Path) -> GitFacts:
     """Facts of the repository that holds ``path``; a path outside git is bad input."""
     if not Path(path).exists():
         raise InputError(f"{path}: not inside a git repository (relgate qualifies commits)")
-    done = _git(path, "rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD")
+    # The status runs beside the rev-parse: from any folder of the work tree it covers all
+    # of it (porcelain paths are the repository's), so it need not wait for the toplevel.
+    status = _start(path, *_STATUS)
+    try:
+        done = _git(path, "rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD")
+    finally:
+        out, err = status.communicate()
     lines = done.stdout.splitlines()
     if done.returncode != 0 or len(lines) != 3:
         err = done.stderr.strip()
@@ -62,8 +81,8 @@ def read_git_facts(path: Path) -> GitFacts:
     toplevel, commit, branch = lines
     if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
         raise InputError(f"{path}: git rev-parse gave {commit!r}, not a commit")
-    return GitFacts(commit=commit, branch=None if branch == "HEAD" else branch, dirty=tree_is_dirty(Path(toplevel)),
-                    toplevel=Path(toplevel))
+    dirty = _dirty(Path(toplevel), subprocess.CompletedProcess(status.args, status.returncode, out, err))
+    return GitFacts(commit=commit, branch=None if branch == "HEAD" else branch, dirty=dirty, toplevel=Path(toplevel))
 
 
 def resolve_commit(path: Path, ref: str) -> str:

@@ -10,9 +10,9 @@ every run, step, evidence index row and baseline, and of every reuse key.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
+from relgate.core.record import record
 from relgate.ledger.gitfacts import GitFacts
 from relgate.manifest.workspace import Workspace
 
@@ -21,7 +21,7 @@ __all__ = ["ProjectIdentity", "project_identity"]
 _SEP = "\x1f"  # never in a name or a path a manifest can hold
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ProjectIdentity:
     name: str
     root: str  # relative to the repository's top level ("." at the top); absolute when outside it

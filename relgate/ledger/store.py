@@ -17,15 +17,16 @@ import hashlib
 import json
 import os
 import sqlite3
-import uuid
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
 from relgate.core.errors import ExecutionError, InputError
+from relgate.core.record import record
 from relgate.core.verdict import Verdict
 from relgate.ledger.identity import ProjectIdentity
 
@@ -177,11 +178,16 @@ _MIGRATIONS: tuple[str, ...] = (
 )
 
 
+def _token() -> str:
+    """8 random hex digits (a run id's tail, a temporary file's name)."""
+    return os.urandom(4).hex()
+
+
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class RunRow:
     id: str
     session: str
@@ -197,7 +203,7 @@ class RunRow:
     project_key: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class StepRow:
     id: int
     run_id: str
@@ -241,7 +247,7 @@ class StepRow:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class EvidenceRow:
     id: int
     step_id: int
@@ -259,7 +265,7 @@ class EvidenceRow:
     project_key: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BaselineRow:
     id: int
     release: str
@@ -272,7 +278,7 @@ class BaselineRow:
     project_key: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BatchRow:
     """One batch of measurement rows: a release's baseline, or runs of the candidate."""
 
@@ -295,7 +301,7 @@ class BatchRow:
     created: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class DecisionRow:
     """A person's decision on a checklist item for one commit: attest, skip, not-validated."""
 
@@ -325,7 +331,9 @@ class Ledger:
         A new ledger is built in a temporary file and linked into place, so concurrent
         first runs never race on the schema. An existing file must be a healthy SQLite
         database (header, ``PRAGMA quick_check``): anything else is refused before anything
-        writes into it, with a message that says how to move it aside."""
+        writes into it, with a message that says how to move it aside. The check reads every
+        page; it is skipped when the file is, to the inode, size and change time, the one an
+        earlier check passed (see :func:`_file_state`)."""
         home = Path(home)
         db = home / "ledger.sqlite3"
         try:
@@ -334,15 +342,19 @@ class Ledger:
                 _create(db)
             _check_header(db)
             conn = _connect(db)
+            state = _file_state(db)  # as the connection found it (journal_mode=WAL may have written)
         except sqlite3.DatabaseError as exc:
             raise _unhealthy(db, str(exc)) from None
         except OSError as exc:
             raise InputError(f"{home}: cannot create the ledger home: {exc.strerror or exc}") from None
         ledger = cls(conn, home)
         try:
-            problems = [r[0] for r in conn.execute("PRAGMA quick_check")]
-            if problems != ["ok"]:
-                raise _unhealthy(db, "; ".join(problems[:3]))
+            if state is None or state != _verified(home):
+                problems = _quick_check(conn)
+                if problems != ["ok"]:
+                    raise _unhealthy(db, "; ".join(problems[:3]))
+                if state is not None and state == _file_state(db) and time.time_ns() - state[-1] > SETTLED_NS:
+                    _stamp(home, state)
             ledger._migrate()
         except sqlite3.DatabaseError as exc:
             conn.close()
@@ -402,7 +414,7 @@ class Ledger:
     def begin_run(self, *, session: str, argv: Sequence[str], project: str, project_root: Path,
                   commit: str, branch: str | None, dirty: bool, identity: ProjectIdentity | None = None) -> str:
         """A new run; its steps (and their evidence) carry ``identity``, the project they belong to."""
-        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + uuid.uuid4().hex[:8]
+        run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + _token()
         with self._tx():
             self._conn.execute(
                 "INSERT INTO runs (id, session, argv, project, project_root, commit_sha, branch, dirty, started,"
@@ -536,7 +548,7 @@ class Ledger:
         final = self.home / "objects" / sha[:2] / f"{sha}{suffix}"
         if not final.exists():
             final.parent.mkdir(parents=True, exist_ok=True)
-            tmp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
+            tmp = final.with_name(f".{final.name}.{_token()}.tmp")
             tmp.write_bytes(data)
             os.replace(tmp, final)
         with self._tx():
@@ -550,7 +562,7 @@ class Ledger:
         digest = hashlib.sha256()
         objects = self.home / "objects"
         objects.mkdir(parents=True, exist_ok=True)
-        tmp = objects / f".incoming.{uuid.uuid4().hex[:8]}.tmp"
+        tmp = objects / f".incoming.{_token()}.tmp"
         try:
             with open(source, "rb") as src, open(tmp, "wb") as out:
                 for block in iter(lambda: src.read(1 << 20), b""):
@@ -733,7 +745,7 @@ def _apply(conn: sqlite3.Connection, version: int) -> None:
 def _create(db: Path) -> None:
     """A complete ledger in a temporary file, linked into place; the loser of a race keeps
     the winner's file (a 0-byte ``ledger.sqlite3`` is therefore never relgate's own)."""
-    tmp = db.with_name(f".{db.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = db.with_name(f".{db.name}.{_token()}.tmp")
     try:
         conn = sqlite3.connect(tmp, isolation_level=None)
         try:
@@ -752,6 +764,59 @@ def _create(db: Path) -> None:
         for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
             if leftover.exists():
                 leftover.unlink()
+
+
+# The full check (``PRAGMA quick_check``) reads every page: on a ledger of 10,000 steps it
+# cost more than the rest of a sign-off re-run. It is skipped when the file is the one an
+# earlier check passed, by ``ledger.verified`` in the home: device, inode, size, mtime and
+# ctime of ``ledger.sqlite3``, written only after a passed check, only while no WAL holds
+# frames, and only for a state older than SETTLED_NS. Every write to the file (relgate's own,
+# a truncation, garbage written over pages, even with the mtime put back) sets its ctime to
+# the clock's now, which user space cannot set back; a state stamped only once it is that
+# old can therefore never be confused with a later one on a file system whose clock ticks
+# coarsely (a write in the same tick as the stamped one would keep the ctime). relgate's
+# own runs change the file, so the check runs again on the next open after one: what is
+# spared is the re-open of a ledger nothing wrote to (a sign-off re-run, status).
+SETTLED_NS = 2_000_000_000
+_VERIFIED = "ledger.verified"
+
+
+def _quick_check(conn: sqlite3.Connection) -> list[str]:
+    return [r[0] for r in conn.execute("PRAGMA quick_check")]
+
+
+def _file_state(db: Path) -> list[int] | None:
+    """What identifies the ledger's content without reading it; None while a WAL file holds
+    frames (another process is writing, or one crashed): such a ledger is always checked."""
+    try:
+        st = os.stat(db)
+    except OSError:
+        return None
+    try:
+        if os.stat(f"{db}-wal").st_size:
+            return None
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return None
+    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+
+
+def _verified(home: Path) -> list[int] | None:
+    try:
+        data = json.loads((home / _VERIFIED).read_text())
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, list) else None
+
+
+def _stamp(home: Path, state: list[int]) -> None:
+    tmp = home / f".{_VERIFIED}.{_token()}.tmp"
+    try:
+        tmp.write_text(json.dumps(state))
+        os.replace(tmp, home / _VERIFIED)
+    except OSError:  # a read-only home: the next open checks again
+        tmp.unlink(missing_ok=True)
 
 
 def _check_header(db: Path) -> None:

@@ -33,10 +33,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relgate.core.record import record
 from relgate.manifest.schema import Checker, did_you_mean
 
 __all__ = ["AUTO_KINDS", "ChecklistItem", "ReleaseSpec", "ChecklistSpec", "parse_checklist"]
@@ -47,7 +47,7 @@ AUTO_KINDS = {"session": True, "lane": True, "evidence": False, "package": False
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ChecklistItem:
     id: str
     title: str
@@ -68,7 +68,7 @@ class ChecklistItem:
         return kind, arg or None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ReleaseSpec:
     version: str
     boards: tuple[str, ...]
@@ -92,7 +92,7 @@ class ReleaseSpec:
         return tuple(dict.fromkeys(wanted)) if applies else self.boards
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ChecklistSpec:
     release: ReleaseSpec
     items: tuple[ChecklistItem, ...]

@@ -11,10 +11,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relgate.core.record import record
 from relgate.manifest.schema import Checker
 
 __all__ = ["IntentionalChange", "parse_intentional"]
@@ -22,7 +22,7 @@ __all__ = ["IntentionalChange", "parse_intentional"]
 Cell = tuple[str, str, str]  # suite, arm, key (relgate.evidence.cells.Cell)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class IntentionalChange:
     """Cells this release re-records on purpose: one cell, or every cell under a suite (/ arm)."""
 

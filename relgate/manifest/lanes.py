@@ -17,12 +17,13 @@ import re
 import shlex
 import sys
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
 from relgate.core.errors import InputError, ManifestError
+from relgate.core.record import record
 from relgate.manifest.schema import Checker, did_you_mean, display_path, loads_toml, read_text, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec
 from relgate.manifest.targets import Target
@@ -39,14 +40,14 @@ __all__ = ["BUILTIN_LANES", "LANE_MODES", "LaneRow", "LanesFile", "LaneDef", "Ta
 BUILTIN_LANES = ("host", "gate", "contract", "record", "toolkit", "bench", "qualification")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LaneRow:
     target: str
     lane: str
     line: int  # 1-based line number in the lanes file
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LanesFile:
     path: Path
     rows: tuple[LaneRow, ...]  # in file order, duplicates kept
@@ -134,7 +135,7 @@ def _line_of(lines: Sequence[str], key: str) -> int:
 LANE_MODES = ("all", "ignored", "named", "timing", "per-board")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LaneDef:
     name: str
     mode: str
@@ -161,7 +162,7 @@ BUILTIN_LANE_DEFS: Mapping[str, LaneDef] = {
 assert tuple(BUILTIN_LANE_DEFS) == tuple(BUILTIN_LANES)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class TargetOptions:
     path: str | None = None
     command: CommandSpec | None = None
@@ -174,7 +175,7 @@ class TargetOptions:
     skip: str | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LanesSpec:
     file: LanesFile
     lanes: Mapping[str, LaneDef]
@@ -333,13 +334,13 @@ _ROLE_KEYS = ("command", "shell", "count", "requires", "hosts", "env", "ready_li
               "ready_timeout")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class FleetSpec:
     every_host: tuple[str, ...] = ()  # lanes whose steps run on every matching host, in parallel
     workers: int = DEFAULT_WORKERS  # hosts at once
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class RoleSpec:
     name: str
     command: CommandSpec
@@ -357,7 +358,7 @@ class RoleSpec:
         return self.name == LEADER
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class MultiHostSpec:
     name: str
     lane: str

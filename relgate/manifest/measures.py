@@ -26,10 +26,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from relgate.core.record import record
 from relgate.manifest.schema import Checker
 
 __all__ = ["FORMATS", "DIRECTIONS", "FILLED", "Band", "MeasureSpec", "QualitySpec", "MeasurementsSpec",
@@ -43,7 +43,7 @@ _BAND = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$
 _OPS = {">=": float.__ge__, "<=": float.__le__, "==": float.__eq__, ">": float.__gt__, "<": float.__lt__}
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Band:
     metric: str
     op: str
@@ -56,7 +56,7 @@ class Band:
         return f"{self.metric} {self.op} {self.bound:g}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class _Source:
     name: str
     target: str
@@ -67,7 +67,7 @@ class _Source:
     source: Path
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class MeasureSpec(_Source):
     metrics: Mapping[str, str]  # metric → higher | lower | equal
     metadata: tuple[str, ...]
@@ -79,13 +79,13 @@ class MeasureSpec(_Source):
     args: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class QualitySpec(_Source):
     bands: tuple[Band, ...]
     metadata: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class MeasurementsSpec:
     measures: Mapping[str, MeasureSpec]
     quality: Mapping[str, QualitySpec]

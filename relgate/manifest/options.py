@@ -5,15 +5,15 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 
 __all__ = ["RunOptions", "parse_run_options", "add_run_options"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class RunOptions:
     names: tuple[str, ...] = ()
     require_all: bool = False

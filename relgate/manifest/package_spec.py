@@ -33,12 +33,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlsplit
 
 from relgate.core.errors import InputError, ManifestError
+from relgate.core.record import record
 from relgate.manifest.schema import Checker, display_path, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec, _command
 
@@ -68,7 +69,7 @@ _REGISTRY = re.compile(r"[A-Za-z0-9_-]+")
 # --- package.toml -------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PackageSpec:
     forbid: tuple[str, ...] = ()  # globs, on top of the defaults
     allow: tuple[str, ...] = ()  # globs exempt from the defaults
@@ -82,7 +83,7 @@ class PackageSpec:
     timeout: float | None = None  # seconds, each step
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PublishSpec:
     registry: str | None = None  # cargo: registry name
     index_url: str | None = None  # python: an existing index pip installs from (default: a local one)
@@ -92,7 +93,7 @@ class PublishSpec:
     timeout: float | None = None
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PackageManifest:
     package: PackageSpec = field(default_factory=PackageSpec)
     publish: PublishSpec = field(default_factory=PublishSpec)
@@ -231,7 +232,7 @@ def load_package_manifest(manifests_dir: Path, project: ProjectSpec) -> PackageM
 # --- lock files (python) ------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class LockEntry:
     name: str  # canonical
     shown: str  # as written

@@ -8,7 +8,6 @@ person sees every problem at once.
 
 from __future__ import annotations
 
-import difflib
 import errno
 import math
 import os
@@ -86,6 +85,8 @@ def read_toml(path: Path) -> dict[str, Any]:
 
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    import difflib  # only a bad name pays for it
+
     close = difflib.get_close_matches(word, sorted(choices), n=1, cutoff=0.6)
     return f' — did you mean "{close[0]}"?' if close else ""
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, Protocol
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 from relgate.core.redact import display_command
 from relgate.manifest.schema import Checker, did_you_mean
 
@@ -34,7 +35,7 @@ class _Described(Protocol):
     def describe(self) -> str: ...
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class AllowRule:
     """Accept the warnings whose ``describe()`` the regex ``pattern`` matches (search).
 
@@ -78,7 +79,7 @@ def _validate_rule(pattern: Any, reason: Any, where: str) -> None:
         raise InputError(f"{where}.reason: required; say why this warning is acceptable")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CommandSpec:
     """One command: an argv, or an explicit shell string (``shell = true``)."""
 
@@ -90,7 +91,7 @@ class CommandSpec:
         return display_command(argv=self.argv, shell=self.shell)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ProjectSpec:
     name: str
     root: Path
@@ -102,7 +103,7 @@ class ProjectSpec:
     lanes: Path | None = None  # the project's own lanes file (``qual/lanes.toml``), if it keeps one
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class StepOptions:
     """What every buildable entry (release target, matrix, check) can say."""
 
@@ -117,7 +118,7 @@ class StepOptions:
     max_log_bytes: int | None = None  # keep this much of the output in the log, then one marker
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ReleaseTarget:
     """A named release build; it starts clean (``clean`` runs first)."""
 
@@ -129,7 +130,7 @@ class ReleaseTarget:
     produces: tuple[str, ...] = ()  # globs (relative to cwd) that must exist, newer than the step's start
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Matrix:
     """``features`` × (nothing + each of ``plus``), one build step each."""
 
@@ -157,7 +158,7 @@ class Matrix:
         return out
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Check:
     """One host check: exactly one of a command, a release target, a matrix, a builtin."""
 
@@ -171,7 +172,7 @@ class Check:
     options: StepOptions
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BuildsSpec:
     checks: tuple[Check, ...]
     releases: Mapping[str, ReleaseTarget]
@@ -180,7 +181,7 @@ class BuildsSpec:
     source: Path
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class HostSpec:
     name: str
     kind: str

@@ -9,8 +9,7 @@ missing file): the lane census reports those, it does not crash on them.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from relgate.core.record import record
 from relgate.manifest.specs import CommandSpec
 
 __all__ = ["Target", "TARGET_KINDS"]
@@ -18,7 +17,7 @@ __all__ = ["Target", "TARGET_KINDS"]
 TARGET_KINDS = ("test", "bench", "example", "bin", "command")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Target:
     name: str | None  # None: declared without a name (a census violation)
     path: str | None  # relative to the project root, "/"-separated; None: no path declared

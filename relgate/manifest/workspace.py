@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, TypeVar
 
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.memo import Memo
+from relgate.core.record import record
 from relgate.manifest.intentional import IntentionalChange, parse_intentional
 from relgate.manifest.lanes import LanesSpec, load_lanes
 from relgate.manifest.schema import display_path, read_toml
@@ -28,7 +29,7 @@ T = TypeVar("T")
 LOCAL_HOST = HostSpec(name="local", kind="local", source=Path("<built-in>"))
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Workspace:
     root: Path
     manifests_dir: Path

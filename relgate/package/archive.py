@@ -40,11 +40,11 @@ import tempfile
 import zipfile
 import zlib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
 from relgate.core.errors import ExecutionError, InputError
+from relgate.core.record import record
 from relgate.manifest.schema import display_path
 
 __all__ = ["ArchiveError", "Member", "Extracted", "ARCHIVE_SUFFIXES", "is_archive_name", "read_members",
@@ -86,7 +86,7 @@ def is_archive_name(name: str) -> bool:
     return name.lower().endswith(ARCHIVE_SUFFIXES)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Member:
     """One entry of an archive, as checked: ``name`` is normalised ("/"-separated, no "./")."""
 
@@ -98,7 +98,7 @@ class Member:
     raw: str = ""  # the name as the archive spells it
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Extracted:
     archive: Path
     dest: Path

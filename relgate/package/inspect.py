@@ -23,16 +23,16 @@ import fnmatch
 import os
 import posixpath
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from relgate.core.record import record
 from relgate.package.archive import ARCHIVE_SUFFIXES, printable
 
 __all__ = ["Rule", "Required", "Finding", "DEFAULT_FORBID", "glob_matches", "find_forbidden", "find_missing",
            "inspect_tree"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Rule:
     glob: str
     what: str
@@ -75,13 +75,13 @@ DEFAULT_FORBID: tuple[Rule, ...] = (
 _SHOWN = 3  # files of a forbidden folder named in its finding
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Required:
     path: str  # relative to the package root; may be a glob (then it must match a file)
     what: str  # "target scan_parity (Cargo.toml [[test]] #2)", "fixture (package.toml package.fixtures)"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Finding:
     path: str  # relative to the package root; a folder ends with "/"
     problem: str

@@ -38,12 +38,13 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import urlsplit
 
 from relgate.core.errors import ExecutionError, InputError
+from relgate.core.record import record
 from relgate.core.redact import is_secret_name
 from relgate.manifest.options import RunOptions
 from relgate.manifest.package_spec import read_lock
@@ -116,7 +117,7 @@ def _no_proxy_env(environ: Mapping[str, str]) -> dict[str, str]:
     return {"NO_PROXY": value, "no_proxy": value}
 
 
-@dataclass(kw_only=True)
+@record(frozen=False)
 class LocalIndex:
     """A pypiserver on 127.0.0.1 in its own cached venv (it must not share an environment with
     the project: its dependencies conflict with others'), uploads behind a password. Started

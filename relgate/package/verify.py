@@ -49,6 +49,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from relgate.core.errors import ExecutionError
+from relgate.core.record import record
 from relgate.core.redact import Redactor
 from relgate.ledger.gitfacts import GitFacts
 from relgate.manifest.options import RunOptions
@@ -144,7 +145,7 @@ class Work:
         shutil.rmtree(self.root, ignore_errors=True)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Network:
     """Whether offline steps run in a fresh network namespace here, and why (not)."""
 
@@ -182,7 +183,7 @@ PIP_HERMETIC = {"PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "", "PIP_EXTRA_
                 "PIP_CONSTRAINT": "", "PYTHONPATH": ""}
 
 
-@dataclass(kw_only=True)
+@record(frozen=False)
 class Plan:
     """What one stage run shares between its steps: where, on which host, with which network."""
 

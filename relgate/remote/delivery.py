@@ -15,15 +15,15 @@ import re
 import shlex
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 
+from relgate.core.record import record
 from relgate.remote.ssh import SshError, SshExecutor
 
 __all__ = ["Delivery", "deliver", "make_bundle", "remote_layout"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Delivery:
     commit: str
     checkout: str  # the worktree on the host

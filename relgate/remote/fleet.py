@@ -22,12 +22,12 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping, Sequence
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
 from relgate.core.errors import ManifestError
+from relgate.core.record import record
 from relgate.core.redact import redact_env
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
@@ -48,7 +48,7 @@ __all__ = ["HostResult", "FleetResult", "spread", "run_fleet", "run_fleet_plan",
            "render_hosts"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class HostResult:
     """What one host did in this run: its steps' outcomes in order, and why its worker broke."""
 
@@ -61,7 +61,7 @@ class HostResult:
         return self.broken is None and not any(o.verdict.blocks for o in self.outcomes)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class FleetResult:
     """Per-host results (``GroupResult``): every host's, whatever the others did."""
 
@@ -144,6 +144,8 @@ def run_fleet(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
     results: dict[str, HostResult] = {}
     with sigterm_interrupts():
         if groups:
+            from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait  # a fleet run only
+
             threads = ThreadPoolExecutor(max_workers=max(1, min(workers, len(groups))),
                                          thread_name_prefix="relgate-host")
             futures = [threads.submit(_host_worker, placed, shared) for placed in groups.values()]

@@ -18,8 +18,8 @@ import json
 import shlex
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 
+from relgate.core.record import record
 from relgate.remote.ssh import SshError, SshExecutor
 
 __all__ = ["HostLock", "LockHeld", "acquire", "release", "GpuProcess", "parse_gpu_processes", "gpu_preflight",
@@ -34,7 +34,7 @@ class LockHeld(SshError):
     """A live holder keeps the host's lock."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class HostLock:
     host: str
     path: str
@@ -133,7 +133,7 @@ def release(ex: SshExecutor, lock: HostLock) -> None:
                f"grep -qF {q(pid_pat)} {q(lock.path)}/owner.json && rm -rf {q(lock.path)}; true")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class GpuProcess:
     pid: int
     name: str

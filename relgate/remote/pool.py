@@ -11,15 +11,12 @@ the evidence file it wrote is fetched back into the local ledger's file for the 
 
 from __future__ import annotations
 
-import getpass
 import os
 import shlex
 import socket
 import subprocess
 import threading
-import uuid
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -60,7 +57,9 @@ class RunContext:
         self.project = ws.project.name
         self.root = ws.project.root
         self.evidence_env = ws.project.evidence_env
-        self.token = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        import getpass  # a run with SSH hosts only (getpass imports termios)
+
+        self.token = f"{datetime.now(timezone.utc):%Y%m%dT%H%M%S}-{os.getpid()}-{os.urandom(3).hex()}"
         self.owner = f"{getpass.getuser()}@{socket.gethostname()}"
 
     def toplevel(self) -> tuple[Path, str]:
@@ -268,6 +267,8 @@ class RemotePool(HostPool):
             self._all_detected = True
             remote = [e for e in self.executors.values() if isinstance(e, RemoteExecutor)]
             if remote:
+                from concurrent.futures import ThreadPoolExecutor
+
                 with ThreadPoolExecutor(max_workers=min(16, len(remote))) as workers:
                     list(workers.map(RemoteExecutor.detect, remote))
             self._refresh()

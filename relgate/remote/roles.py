@@ -27,10 +27,10 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from relgate.core.errors import ExecutionError
+from relgate.core.record import record
 from relgate.manifest.lanes import MultiHostSpec, RoleSpec
 from relgate.run.executor import CommandRequest, CommandResult, Executor
 from relgate.run.hosts import Host
@@ -56,7 +56,7 @@ def plan_multihost(spec: MultiHostSpec, pool: HostPool, *, cwd: Path) -> Planned
                        action_name=f"multihost {spec.name} ({roles})")
 
 
-@dataclass(kw_only=True)
+@record(frozen=False)
 class _Role:
     """One running instance of a role on one host."""
 

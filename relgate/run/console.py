@@ -65,7 +65,7 @@ class ConsoleReporter:
             print(line, file=self.out, flush=True)
 
     def step_started(self, step: PlannedStep, host: str) -> None:
-        if self.progress <= 0:
+        if self.progress <= 0 or step.skip:  # a skipped step ends at once: no ticker to start
             return
         stop = self._stop = threading.Event()
         started = time.monotonic()

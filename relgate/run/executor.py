@@ -15,12 +15,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import IO, Protocol
 
-from relgate.core.errors import InputError
+from relgate.core.errors import InputError, Interrupted
+from relgate.core.record import record
 from relgate.core.redact import Redactor, argv_secrets, display_command, env_secrets, redact_env, shell_secrets
 from relgate.run.guard import TAG_VAR, describe, guardian, kill_pids, new_tag, tagged
 from relgate.run.hosts import Host
@@ -35,15 +36,7 @@ _KILL_GRACE = 5.0  # seconds between SIGTERM and SIGKILL of a stopped step's gro
 _LINE_MAX = 1 << 16  # a longer line reaches the sink in pieces (bounded memory)
 
 
-class Interrupted(BaseException):
-    """relgate itself was told to stop (SIGTERM/SIGINT) while a command ran."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signum
-        super().__init__(signal.Signals(signum).name)
-
-
-@dataclass(frozen=True, kw_only=True)
+@record
 class CommandRequest:
     """What to run: an argv, or an explicit shell string; env adds to the host's own."""
 
@@ -68,7 +61,7 @@ class CommandRequest:
         return shell_secrets(self.shell) if self.shell is not None else argv_secrets(self.argv or ())
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CommandResult:
     """One executed command, local or remote (tox ``Outcome`` habit)."""
 

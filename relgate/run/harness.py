@@ -11,12 +11,14 @@ failing step prints keeps it a ``fail``.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+
+from relgate.core.patterns import LazyPattern
+from relgate.core.record import record
 
 __all__ = ["KnownMessage", "KNOWN_MESSAGES", "HarnessScanner", "exit_status_reason"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class KnownMessage:
     tool: str
     pattern: str  # a regex searched in each output line
@@ -49,7 +51,7 @@ KNOWN_MESSAGES: tuple[KnownMessage, ...] = (
                  reason="the GPU is out of memory"),
 )
 
-_ANY = re.compile("|".join(f"(?P<m{i}>{m.pattern})" for i, m in enumerate(KNOWN_MESSAGES)), re.MULTILINE)
+_ANY = LazyPattern("|".join(f"(?P<m{i}>{m.pattern})" for i, m in enumerate(KNOWN_MESSAGES)), re.MULTILINE)
 _CHEAP = re.compile(r"\[\d+\]|network|download|CUDA|cuda", re.IGNORECASE)
 
 

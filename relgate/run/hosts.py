@@ -12,8 +12,8 @@ import re
 import shutil
 import subprocess
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 
+from relgate.core.record import record
 from relgate.manifest.specs import HostSpec
 
 __all__ = ["HostFacts", "Host", "detect_local", "parse_nvidia_smi", "parse_nvcc_version"]
@@ -22,7 +22,7 @@ Probe = Callable[[Sequence[str]], "str | None"]
 _TOOLS = ("cc", "gcc", "clang", "make", "cargo", "nvcc", "hipcc", "git")
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class HostFacts:
     boards: tuple[str, ...] = ()
     driver: str | None = None
@@ -30,7 +30,7 @@ class HostFacts:
     capabilities: frozenset[str] = frozenset()
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Host:
     spec: HostSpec
     facts: HostFacts

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
+from relgate.core.record import record
 from relgate.manifest.specs import AllowRule, BuildsSpec, Check, CommandSpec, StepOptions
 
 __all__ = ["PlannedStep", "StepNotRun", "StepFailed", "plan_host_checks", "check_names", "select_checks"]
@@ -20,7 +21,7 @@ class StepFailed(Exception):
     (verdict fail); the message is the step's reason (the details are already in its log)."""
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class PlannedStep:
     name: str
     commands: tuple[CommandSpec, ...]

@@ -8,7 +8,6 @@ default goal only prints help exits 0 and builds nothing: this is what catches i
 
 from __future__ import annotations
 
-import glob
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +18,8 @@ __all__ = ["missing_products"]
 def missing_products(cwd: Path, patterns: Sequence[str], *, since_ns: int) -> str | None:
     """Why the step did not produce what it must (None when it did). ``since_ns`` is the
     step's start on the file system's own clock (the mtime of a file created then)."""
+    import glob  # a step that declares products only
+
     for pattern in patterns:
         matches = sorted(glob.glob(pattern, root_dir=cwd, recursive=True))
         files = [m for m in matches if os.path.isfile(os.path.join(cwd, m))]

@@ -14,12 +14,13 @@ import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import field
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from relgate.core.errors import RelgateError
+from relgate.core.record import record
 from relgate.core.redact import Redactor, redact_env, redact_file
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
@@ -73,7 +74,7 @@ class HostPool:
         return f"no host offers {', '.join(missing)}"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class StepOutcome:
     step: PlannedStep
     step_id: int
@@ -91,7 +92,7 @@ class StepOutcome:
     matched_rules: tuple[AllowRule, ...] = ()  # the allow rules that accepted a warning here
 
 
-@dataclass(kw_only=True)
+@record(frozen=False)
 class RunSummary:
     run_id: str
     session: str

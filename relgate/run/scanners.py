@@ -14,9 +14,10 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
+from relgate.core.record import record
 from relgate.manifest.specs import AllowRule
 
 __all__ = [
@@ -29,7 +30,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class CompilerWarning:
     """One warning, as found in build output.
 
@@ -187,7 +188,7 @@ _CARET = re.compile(r"^\s*[~^]")
 # --------------------------------------------------------------------------- scanner
 
 
-@dataclass(kw_only=True)
+@record(frozen=False)
 class _Pending:
     """A warning whose location or message is on a later line."""
 

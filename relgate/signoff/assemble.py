@@ -3,8 +3,7 @@ every checklist item evaluated. Pure reading: nothing here writes."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from relgate.core.record import record
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
 from relgate.ledger.identity import project_identity
@@ -19,7 +18,7 @@ from relgate.signoff.quality import QualityReport, check_quality
 __all__ = ["Signoff", "assemble"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Signoff:
     project: str
     version: str

@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
+from relgate.core.record import record
 from relgate.ledger.gitfacts import GitFacts
 
 __all__ = ["Candidate", "candidate_of", "changed_files"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Candidate:
     commit: str
     dirty: bool

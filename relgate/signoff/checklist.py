@@ -8,9 +8,10 @@ commit, or from a dirty tree, never count); manual items need a person's attesta
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
+from relgate.core.record import record
 from relgate.core.verdict import Verdict
 from relgate.evidence.baselines import board_key
 from relgate.ledger.store import DecisionRow, EvidenceRow, StepRow
@@ -25,7 +26,7 @@ STATUSES = ("passed", "failed", "missing", "attested", "skipped", "not-validated
 DONE = frozenset({"passed", "attested", "skipped", "not-validated", "not-applicable"})
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class ItemResult:
     item: ChecklistItem
     status: str
@@ -40,7 +41,7 @@ class ItemResult:
         return self.status in DONE
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Facts:
     """Everything the predicates look at, read once."""
 

@@ -14,11 +14,12 @@ import subprocess
 import sys
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 from relgate.core.verdict import Verdict
 from relgate.evidence.baselines import board_key
 from relgate.lanes.plan import target_command
@@ -41,7 +42,7 @@ __all__ = ["Side", "spec_of", "previous_side", "measure", "source_hash"]
 Spec = MeasureSpec | QualitySpec
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Side:
     """One side of a comparison: the candidate (the workspace), or a previous release's worktree."""
 

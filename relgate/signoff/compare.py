@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 
+from relgate.core.record import record
 from relgate.ledger.store import BatchRow, Ledger
 from relgate.manifest.measures import MeasureSpec
 
@@ -24,7 +24,7 @@ PASS, RERUN, SLOWER, BLOCK = "pass", "rerun", "slower", "block"
 Key = tuple[str, ...]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Medians:
     batch: BatchRow
     values: Mapping[Key, Mapping[str, float]]  # key → metric → median of the counted runs
@@ -59,7 +59,7 @@ def wrong_way(direction: str, previous: float, value: float) -> float:
     return max(move, 0.0)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class MetricResult:
     key: Key
     metric: str
@@ -71,7 +71,7 @@ class MetricResult:
     reason: str
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BoardComparison:
     board: str
     previous: BatchRow | None
@@ -87,7 +87,7 @@ class BoardComparison:
         return next((w for w in (BLOCK, RERUN, SLOWER) if w in words), PASS)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Comparison:
     measure: str
     boards: tuple[BoardComparison, ...]

@@ -12,11 +12,11 @@ import csv
 import json
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 from relgate.ledger.store import Ledger
 from relgate.manifest.measures import MeasureSpec, QualitySpec
 
@@ -25,7 +25,7 @@ __all__ = ["Row", "parse_records", "parse_rows", "record_batch", "metrics_of", "
 Spec = MeasureSpec | QualitySpec
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class Row:
     line: int
     key: tuple[str, ...]
@@ -106,20 +106,20 @@ def parse_rows(data: bytes, spec: Spec, *, source: str, known: Mapping[str, str]
     records = parse_records(data, fmt=spec.format, source=source, select=spec.select, merge=not spec.key)
     metrics = metrics_of(spec)
     rows = []
-    for n, record in records:
+    for n, row_fields in records:
         where = f"{source}:{n}"
         for column in spec.key:
-            if not record.get(column, "").strip():
+            if not row_fields.get(column, "").strip():
                 raise InputError(f'{where}: missing key column "{column}" (the key is {", ".join(spec.key)})')
         values: dict[str, float] = {}
         for metric in metrics:
-            if metric not in record:
+            if metric not in row_fields:
                 raise InputError(f'{where}: missing metric "{metric}"')
-            value = _number(record[metric])
+            value = _number(row_fields[metric])
             if value is None:
-                raise InputError(f'{where}: metric "{metric}" is not a number: "{record[metric]}"')
+                raise InputError(f'{where}: metric "{metric}" is not a number: "{row_fields[metric]}"')
             values[metric] = value
-        meta = {k: v for k, v in record.items() if k not in spec.key and k not in metrics}
+        meta = {k: v for k, v in row_fields.items() if k not in spec.key and k not in metrics}
         if "board" in meta and known.get("board") and meta["board"] != known["board"]:
             raise InputError(f'{where}: board "{meta["board"]}" but the batch is for board "{known["board"]}" '
                              "(boards are never merged)")
@@ -128,7 +128,7 @@ def parse_rows(data: bytes, spec: Spec, *, source: str, known: Mapping[str, str]
             if not meta.get(field, "").strip():
                 raise InputError(f'{where}: missing required metadata "{field}" '
                                  f"(a column, or --meta {field}=…)")
-        rows.append(Row(line=n, key=tuple(record[k] for k in spec.key), metrics=values, metadata=meta))
+        rows.append(Row(line=n, key=tuple(row_fields[k] for k in spec.key), metrics=values, metadata=meta))
     if not rows:
         raise InputError(f"{source}: no measurement rows"
                          + (f" (lines starting with {', '.join(spec.select)})" if spec.select else ""))

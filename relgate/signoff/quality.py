@@ -4,8 +4,8 @@ every board, next to the previous release's values. A broken band blocks."""
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
+from relgate.core.record import record
 from relgate.ledger.store import BatchRow, Ledger
 from relgate.manifest.measures import Band, QualitySpec
 from relgate.signoff.compare import medians
@@ -13,7 +13,7 @@ from relgate.signoff.compare import medians
 __all__ = ["BandResult", "BoardQuality", "QualityReport", "check_quality"]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BandResult:
     key: tuple[str, ...]
     band: Band
@@ -22,7 +22,7 @@ class BandResult:
     held: bool
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class BoardQuality:
     board: str
     batch: BatchRow | None
@@ -37,7 +37,7 @@ class BoardQuality:
         return "pass" if all(r.held for r in self.results) else "block"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class QualityReport:
     name: str
     boards: tuple[BoardQuality, ...]

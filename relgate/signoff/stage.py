@@ -10,13 +10,12 @@ import json
 import os
 import re
 import sys
-import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from relgate import __version__
 from relgate.core.errors import InputError
+from relgate.core.record import record
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.store import Ledger
 from relgate.manifest.schema import display_path
@@ -34,7 +33,7 @@ FILES = ("signoff.md", "signoff.json", "changelog-section.md")
 _STATE = ".signoff-state.json"
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class SignoffResult:
     out: Path
     complete: bool
@@ -60,7 +59,7 @@ def _manifest_digest(ws: Workspace) -> str:
 
 def _write(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")  # (uuid: 1.5 ms of a re-run)
     tmp.write_bytes(data)
     os.replace(tmp, path)
 

@@ -17,11 +17,11 @@ import os
 import subprocess
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
 from relgate.core.errors import InputError, RelgateError
+from relgate.core.record import record
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.manifest.schema import display_path
 from relgate.manifest.workspace import Workspace
@@ -44,7 +44,7 @@ class TagRefused(RelgateError):
         return ["tag refused: " + r for r in self.reasons]
 
 
-@dataclass(frozen=True, kw_only=True)
+@record
 class TagResult:
     tag: str
     commit: str

@@ -1,0 +1,176 @@
+"""Records: frozen, keyword-only dataclasses that cost nothing to define.
+
+``@dataclass`` writes the source of ``__init__``, ``__repr__``, ``__eq__``, ``__hash__``,
+``__setattr__`` and ``__delattr__`` for every class and compiles it (on 3.11 about 1 ms a
+class, nearly all of it in ``compile``): a relgate process that imports its 40 record types
+paid ≈50 ms for that before it did anything. :func:`record` declares the same dataclass —
+``dataclasses.fields``, ``replace``, ``asdict`` and ``is_dataclass`` work as before, and
+``field(default=…, default_factory=…, compare=…, repr=…, hash=…, init=…)`` means what it
+means there — but has ``dataclasses`` generate no code: the class gets the methods below,
+compiled once with this module, which read the class's fields from a table made when the
+class is defined.
+
+    @record                  # frozen, keyword-only, compared and hashed by its fields
+    @record(frozen=False)    # keyword-only and mutable (unhashable, as a dataclass is)
+    @record(eq=False)        # frozen, compared and hashed by identity
+
+``__dataclass_params__`` says ``init=repr=eq=frozen=False`` (dataclasses wrote none of it):
+subclass a record with ``@record``; ``@dataclass(frozen=True)`` refuses a base that says so.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable
+from dataclasses import MISSING, FrozenInstanceError
+from operator import attrgetter
+from typing import Any, TypeVar, overload
+
+__all__ = ["record"]
+
+T = TypeVar("T", bound=type)
+
+if sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # pragma: no cover - 3.10 has no dataclass_transform; it only informs type checkers
+
+    def dataclass_transform(**_: Any) -> Callable[[T], T]:
+        return lambda f: f
+
+
+_ABSENT = object()
+
+
+def _init(self: Any, **kwargs: Any) -> None:
+    cls = type(self)
+    set_ = object.__setattr__
+    given = 0
+    for name, default, factory, required in cls.__record_init__:
+        value = kwargs.get(name, _ABSENT)
+        if value is not _ABSENT:
+            given += 1
+        elif required:
+            raise TypeError(f"{cls.__qualname__}.__init__() missing 1 required keyword-only argument: {name!r}")
+        else:
+            value = default if factory is MISSING else factory()
+        set_(self, name, value)
+    if given != len(kwargs):
+        unknown = next(k for k in kwargs if k not in cls.__record_names__ or k in cls.__record_noinit__)
+        raise TypeError(f"{cls.__qualname__}.__init__() got an unexpected keyword argument {unknown!r}")
+    for name, default, factory in cls.__record_fixed__:  # field(init=False)
+        set_(self, name, default if factory is MISSING else factory())
+    if cls.__record_post__:
+        self.__post_init__()
+
+
+_REPR_RUNNING: set[tuple[int, int]] = set()
+
+
+def _repr(self: Any) -> str:
+    import _thread
+
+    key = (id(self), _thread.get_ident())
+    if key in _REPR_RUNNING:  # a record that holds itself: as dataclasses prints it
+        return "..."
+    _REPR_RUNNING.add(key)
+    try:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in type(self).__record_repr__)
+    finally:
+        _REPR_RUNNING.discard(key)
+    return f"{type(self).__qualname__}({fields})"
+
+
+def _eq(self: Any, other: Any) -> Any:
+    if other.__class__ is self.__class__:
+        key = type(self).__record_eq__
+        return key(self) == key(other)
+    return NotImplemented
+
+
+def _hash(self: Any) -> int:
+    return hash(type(self).__record_hash__(self))
+
+
+def _frozen_setattr(self: Any, name: str, value: Any) -> None:
+    if type(self).__dict__.get("__record_frozen__") or name in type(self).__record_names__:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+    object.__setattr__(self, name, value)  # an undecorated subclass's own attribute
+
+
+def _frozen_delattr(self: Any, name: str) -> None:
+    if type(self).__dict__.get("__record_frozen__") or name in type(self).__record_names__:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+    object.__delattr__(self, name)
+
+
+def _key(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """The tuple of these attributes (always a tuple, as the dataclass methods compare)."""
+    if len(names) > 1:
+        return attrgetter(*names)
+    if names:
+        get = attrgetter(names[0])
+        return lambda obj: (get(obj),)
+    return lambda obj: ()
+
+
+def _set(cls: type, name: str, value: Any) -> None:
+    if name not in cls.__dict__:  # a method the class writes itself wins, as with dataclass
+        setattr(cls, name, value)
+
+
+def _make(cls: T, *, frozen: bool, eq: bool) -> T:
+    if not cls.__dict__.get("__doc__"):
+        cls.__doc__ = cls.__name__  # else dataclass builds a signature for it (inspect)
+    for base in cls.__mro__[1:]:  # as dataclasses refuses to mix frozen and mutable ones
+        if "__record_frozen__" in base.__dict__ and base.__dict__["__record_frozen__"] != frozen:
+            raise TypeError(f"cannot inherit {'frozen' if frozen else 'non-frozen'} record {cls.__name__} "
+                            f"from a {'non-frozen' if frozen else 'frozen'} one ({base.__name__})")
+    class_hash = cls.__dict__.get("__hash__", MISSING)
+    explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in cls.__dict__))
+    cls = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
+    fields = dataclasses.fields(cls)
+    cls.__record_init__ = tuple(  # type: ignore[attr-defined]
+        (f.name, f.default, f.default_factory, f.default is MISSING and f.default_factory is MISSING)
+        for f in fields if f.init)
+    cls.__record_fixed__ = tuple((f.name, f.default, f.default_factory) for f in fields  # type: ignore[attr-defined]
+                                 if not f.init and (f.default is not MISSING or f.default_factory is not MISSING))
+    cls.__record_repr__ = tuple(f.name for f in fields if f.repr)  # type: ignore[attr-defined]
+    cls.__record_names__ = frozenset(f.name for f in fields)  # type: ignore[attr-defined]
+    cls.__record_noinit__ = frozenset(f.name for f in fields if not f.init)  # type: ignore[attr-defined]
+    cls.__record_frozen__ = frozen  # type: ignore[attr-defined]
+    cls.__record_post__ = hasattr(cls, "__post_init__")  # type: ignore[attr-defined]
+    _set(cls, "__init__", _init)
+    _set(cls, "__repr__", _repr)
+    if eq:
+        cls.__record_eq__ = staticmethod(_key(tuple(f.name for f in fields if f.compare)))  # type: ignore[attr-defined]
+        _set(cls, "__eq__", _eq)
+        if not explicit_hash:
+            if frozen:
+                hashed = tuple(f.name for f in fields if (f.compare if f.hash is None else f.hash))
+                cls.__record_hash__ = staticmethod(_key(hashed))  # type: ignore[attr-defined]
+                cls.__hash__ = _hash  # type: ignore[assignment]
+            else:
+                cls.__hash__ = None  # type: ignore[assignment]
+    if frozen:
+        if "__setattr__" in cls.__dict__ or "__delattr__" in cls.__dict__:
+            raise TypeError(f"cannot overwrite attribute __setattr__ or __delattr__ in class {cls.__name__}")
+        cls.__setattr__ = _frozen_setattr  # type: ignore[assignment]
+        cls.__delattr__ = _frozen_delattr  # type: ignore[assignment]
+    return cls
+
+
+@overload
+def record(cls: T, /) -> T: ...
+
+
+@overload
+def record(*, frozen: bool = True, eq: bool = True) -> Callable[[T], T]: ...
+
+
+@dataclass_transform(kw_only_default=True, frozen_default=True, field_specifiers=(dataclasses.field,))
+def record(cls: T | None = None, /, *, frozen: bool = True, eq: bool = True) -> T | Callable[[T], T]:
+    """A keyword-only dataclass (frozen unless ``frozen=False``) without generated code."""
+    if cls is None:
+        return lambda c: _make(c, frozen=frozen, eq=eq)
+    return _make(cls, frozen=frozen, eq=eq)
