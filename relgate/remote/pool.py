@@ -23,6 +23,7 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
 from relgate.core.errors import InputError
+from relgate.core.record import record
 from relgate.core.redact import redact_env
 from relgate.manifest.schema import did_you_mean
 from relgate.manifest.workspace import Workspace
@@ -98,11 +99,15 @@ class RunContext:
         return Side(repo=top, subdir=subdir, commit=commit, dirty=False, root=root)
 
 
+@record
 class Side:
     """One tree whose commit a remote host checks out: the candidate, or a worktree at REF."""
 
-    def __init__(self, *, repo: Path, subdir: str, commit: str, dirty: bool, root: Path) -> None:
-        self.repo, self.subdir, self.commit, self.dirty, self.root = repo, subdir, commit, dirty, root
+    repo: Path  # the local repository (or worktree) the bundle is made from
+    subdir: str  # the project's folder inside it ("." for the top)
+    commit: str
+    dirty: bool
+    root: Path  # the project's folder in this tree, resolved
 
 
 def _git(cwd: Path, *argv: str) -> subprocess.CompletedProcess[str]:
