@@ -38,6 +38,18 @@ def wait_for(predicate, bound: float = 60.0) -> bool:  # noqa: ANN001
     return predicate()
 
 
+def pid_gone(pid: int) -> bool:
+    """Whether ``pid`` has ended: no such process, or a zombie (dead, waiting to be reaped)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] in ("Z", "X")
+    except (OSError, IndexError):
+        return True  # gone between the two looks
+
+
 @dataclass
 class Project:
     """A copy of an example in its own git repo, with its own manifests, hosts and ledger."""

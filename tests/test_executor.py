@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import wait_for
+from conftest import pid_gone, wait_for
 from relgate.core.errors import InputError
 from relgate.core.redact import MASK
 from relgate.manifest.specs import HostSpec
@@ -40,17 +40,6 @@ class ListSink:
             return "".join(self._chunks)
 
 
-
-
-def pid_gone(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:  # a zombie waiting for an init that reaps slowly is dead too
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
-    except (OSError, IndexError):
-        return False
 
 
 def run(request: CommandRequest, *, base_env: dict[str, str] | None = None) -> tuple[CommandResult, ListSink]:

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from netns_support import NetnsHost, netns_hosts, netns_missing
 
-from conftest import git, ledger_of
+from conftest import git, ledger_of, pid_gone, wait_for
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts, read_git_facts
 from relgate.ledger.store import Ledger
@@ -241,19 +241,9 @@ def _hang(tmp: Path, name: str, before: str) -> str:
     return (f"sh -c 'echo {before}; echo $$ > {tmp}/{name}.pid; sleep 60; echo {name} ran to the end'")
 
 
-def _alive(pidfile: Path) -> bool:
-    """Whether the process is still running (a zombie is not: it has ended, unreaped), after
-    giving a process that was just killed a moment to go."""
-    stat = Path(f"/proc/{pidfile.read_text().strip()}/stat")
-    for _ in range(50):
-        try:
-            state = stat.read_text().rsplit(")", 1)[1].split()[0]
-        except FileNotFoundError:
-            return False
-        if state in ("Z", "X"):
-            return False
-        time.sleep(0.1)
-    return True
+def _gone(pidfile: Path) -> bool:
+    """Whether the process whose pid the file holds has ended (a zombie has: unreaped)."""
+    return wait_for(lambda: pid_gone(int(pidfile.read_text().strip())))
 
 
 def test_multihost_a_role_host_failing_stops_every_role_and_the_step_is_error(ns, tmp_path: Path) -> None:
@@ -294,7 +284,7 @@ command = "{_hang(tmp_path, 'leader', 'leading')}"
     assert "# relgate: stopping leader@ns2" in log and "leader@ns2 | leading" in log
     assert "| leader ran to the end" not in log and "| worker ran to the end" not in log
     # the leader's group was ended through its own host; the worker's by its watchdog
-    assert not _alive(tmp_path / "leader.pid") and not _alive(tmp_path / "worker.pid")
+    assert _gone(tmp_path / "leader.pid") and _gone(tmp_path / "worker.pid")
     assert rows["tp"].verdict is Verdict.ERROR
 
 
@@ -318,7 +308,7 @@ command = "echo leader done"
     assert outcome.verdict is Verdict.FAIL
     assert outcome.reason == "worker@ns1 did not end within 1 s after the leader (stopped)"
     assert "leader@ns2 | leader done" in outcome.log_path.read_text()
-    assert not _alive(tmp_path / "worker.pid")
+    assert _gone(tmp_path / "worker.pid")
 
 
 def test_multihost_not_enough_hosts_is_not_run_with_the_reason(ns, tmp_path: Path) -> None:
@@ -501,7 +491,7 @@ every_host = ["gate"]
             proc.wait()
     assert proc.returncode == 128 + signal.SIGTERM, out + err
     for pidfile in pids:  # the remote commands did not outlive the run
-        assert not _alive(pidfile), pidfile.name
+        assert _gone(pidfile), pidfile.name
     with ledger_of(project) as ledger:
         assert ledger.runs()[-1].outcome == "interrupted"
         stopped = [s for s in ledger.steps(run_id=ledger.runs()[-1].id) if s.step != "lane-census"]
@@ -545,7 +535,7 @@ every_host = ["gate"]
             proc.kill()
             proc.wait()
     assert proc.returncode == 128 + signal.SIGTERM, out + err
-    assert not _alive(pidfile)
+    assert _gone(pidfile)
     with ledger_of(project) as ledger:
         assert ledger.runs()[-1].outcome == "interrupted"
         stopped = [s for s in ledger.steps(run_id=ledger.runs()[-1].id) if s.step != "lane-census"]

@@ -10,8 +10,8 @@ make a CUDA arm pass (the CUDA test asks the CUDA runtime, which finds no device
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import socket
 import subprocess
@@ -16,7 +15,7 @@ from pathlib import Path
 import pytest
 from sshd_support import Sshd, keygen, sshd_missing, start_sshd
 
-from conftest import Project, git, ledger_of
+from conftest import Project, git, ledger_of, pid_gone, wait_for
 
 pytestmark = pytest.mark.skipif(sshd_missing() is not None, reason=sshd_missing() or "")
 
@@ -54,22 +53,6 @@ def executor(sshd: Sshd, tmp_path: Path, extra: str = "", name: str = "gpu1") ->
     path = sshd.host_file(tmp_path / "hosts" / f"{name}.toml", name=name, extra=extra)
     spec = parse_host(read_toml(path), path=path)
     return SshExecutor(Host(spec=spec, facts=HostFacts()))
-
-
-def alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    with open(f"/proc/{pid}/stat") as fh:  # a zombie is gone for our purposes
-        return fh.read().rsplit(")", 1)[1].split()[0] != "Z"
-
-
-def wait_gone(pid: int, limit: float = 20.0) -> bool:
-    deadline = time.monotonic() + limit
-    while alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    return not alive(pid)
 
 
 # --- the executor ---------------------------------------------------------------------------
@@ -167,7 +150,7 @@ def test_a_command_timeout_ends_the_remote_process_group(sshd: Sshd, tmp_path: P
     assert result.timed_out and result.exit_code is None and not result.ok
     assert "started\n" in sink.text and "timed out after 1 s" in sink.text
     for pid in map(int, pids.read_text().split()):
-        assert wait_gone(pid), f"remote pid {pid} outlived the timeout"
+        assert wait_for(lambda pid=pid: pid_gone(pid)), f"remote pid {pid} outlived the timeout"
 
 
 def test_a_dropped_connection_is_an_error_with_the_partial_log_and_ends_the_remote_side(sshd: Sshd,
@@ -189,7 +172,7 @@ def test_a_dropped_connection_is_an_error_with_the_partial_log_and_ends_the_remo
     assert result.spawn_error is not None and result.exit_code is None
     assert result.spawn_error.startswith("connection to gpu1 lost while the command ran (the partial log is kept)")
     assert sink.text.startswith("started\n")
-    assert wait_gone(int(pids.read_text())), "the remote command outlived its connection"
+    assert wait_for(lambda: pid_gone(int(pids.read_text()))), "the remote command outlived its connection"
 
 
 # --- locks ----------------------------------------------------------------------------------
