@@ -62,18 +62,39 @@ static int parse_dim(const char *s, size_t *out)
     return 0;
 }
 
+/* The deterministic matvec inputs W (rows x cols) and x, and room for y. */
+struct matvec_io {
+    float *W, *x, *y;
+};
+
+static int matvec_inputs(struct matvec_io *io, size_t rows, size_t cols)
+{
+    io->W = malloc(rows * cols * sizeof *io->W);
+    io->x = malloc(cols * sizeof *io->x);
+    io->y = malloc(rows * sizeof *io->y);
+    if (!io->W || !io->x || !io->y) {
+        fprintf(stderr, "tinyinfer: out of memory\n");
+        return -1;
+    }
+    ti_det_fill(io->W, rows * cols, TI_SEED_W);
+    ti_det_fill(io->x, cols, TI_SEED_X);
+    return 0;
+}
+
+static void matvec_free(struct matvec_io *io)
+{
+    free(io->y);
+    free(io->x);
+    free(io->W);
+}
+
 static int run_matvec(enum device dev, size_t rows, size_t cols)
 {
-    float *W = malloc(rows * cols * sizeof *W);
-    float *x = malloc(cols * sizeof *x);
-    float *y = malloc(rows * sizeof *y);
+    struct matvec_io io;
     int rc = 1;
-    if (!W || !x || !y) {
-        fprintf(stderr, "tinyinfer: out of memory\n");
+    if (matvec_inputs(&io, rows, cols) != 0)
         goto out;
-    }
-    ti_det_fill(W, rows * cols, TI_SEED_W);
-    ti_det_fill(x, cols, TI_SEED_X);
+    float *W = io.W, *x = io.x, *y = io.y;
     if (dev == DEV_CPU) {
         ti_matvec_f32(y, W, x, rows, cols);
     } else {
@@ -89,9 +110,7 @@ static int run_matvec(enum device dev, size_t rows, size_t cols)
            dev == DEV_CPU ? "cpu" : "cuda", ti_checksum(y, rows));
     rc = 0;
 out:
-    free(y);
-    free(x);
-    free(W);
+    matvec_free(&io);
     return rc;
 }
 
@@ -165,17 +184,12 @@ static double now_us(void)
  * whole call (allocation, copies, launch, copy back) by the host clock. */
 static int run_time_matvec(enum device dev, size_t n, int runs)
 {
-    float *W = malloc(n * n * sizeof *W);
-    float *x = malloc(n * sizeof *x);
-    float *y = malloc(n * sizeof *y);
+    struct matvec_io io;
     double kernel_us[TI_MAX_RUNS], call_us[TI_MAX_RUNS];
     int rc = 1;
-    if (!W || !x || !y) {
-        fprintf(stderr, "tinyinfer: out of memory\n");
+    if (matvec_inputs(&io, n, n) != 0)
         goto out;
-    }
-    ti_det_fill(W, n * n, TI_SEED_W);
-    ti_det_fill(x, n, TI_SEED_X);
+    float *W = io.W, *x = io.x, *y = io.y;
     if (dev == DEV_CPU) {
         ti_matvec_f32(y, W, x, n, n); /* warm-up, not counted */
         for (int i = 0; i < runs; i++) {
@@ -198,9 +212,7 @@ static int run_time_matvec(enum device dev, size_t n, int runs)
     (void)call_us;
     rc = 0;
 out:
-    free(y);
-    free(x);
-    free(W);
+    matvec_free(&io);
     return rc;
 }
 
