@@ -37,7 +37,7 @@ from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool, RunSummary, StepOutcome, run_steps
 from relgate.signoff.measurements import Row, parse_rows, record_batch
 
-__all__ = ["Side", "spec_of", "previous_side", "measure", "source_hash"]
+__all__ = ["Side", "spec_of", "previous_side", "measure", "measure_of", "run_name", "source_hash"]
 
 Spec = MeasureSpec | QualitySpec
 
@@ -99,6 +99,16 @@ def previous_side(ws: Workspace, ref: str) -> Side:
         raise InputError(f"--previous {ref}: the project folder {root.relative_to(tree)} does not exist at {ref}")
     side_facts = GitFacts(commit=sha, branch=None, dirty=False, toplevel=tree)
     return Side(label=ref, facts=side_facts, root=root, release=ref.removeprefix("v") if ref[:1] == "v" else ref)
+
+
+def run_name(measure: str, side: str | None, run: int) -> str:
+    """A measuring run's step name: ``matvec#2`` for the candidate, ``matvec@v0.3.0#2`` for REF."""
+    return f"{measure}{'' if side is None else '@' + side}#{run}"
+
+
+def measure_of(step_name: str) -> str:
+    """The measure a :func:`run_name` belongs to."""
+    return step_name.partition("@")[0].partition("#")[0]
 
 
 def _template(ws: Workspace, spec: Spec) -> PlannedStep:
@@ -165,7 +175,7 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
             got: dict[str, list[tuple[StepOutcome, Path | None]]] = {s.label: [] for s in sides}
             for i in range(runs):
                 for side in sides:  # A B A B …: both sides share the machine's state
-                    name = f"{spec.name}{'' if side.release is None else '@' + side.label}#{i + 1}"
+                    name = run_name(spec.name, None if side.release is None else side.label, i + 1)
                     file = folder / f"{name.replace('@', '_').replace('#', '_')}.rows" if spec.file_env else None
                     env = {**template.env, **({spec.file_env: str(file)} if spec.file_env and file else {})}
                     cwd = side.root / template.cwd.relative_to(ws.project.root)

@@ -16,7 +16,7 @@ from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.manifest.workspace import Workspace
 from relgate.run.console import render_table
 from relgate.signoff.candidate import candidate_of
-from relgate.signoff.collect import measure, spec_of
+from relgate.signoff.collect import measure, measure_of, spec_of
 from relgate.signoff.compare import BLOCK, Comparison, compare, exit_code
 from relgate.signoff.quality import QualityReport, check_quality
 from relgate.signoff.report import row_label
@@ -96,7 +96,7 @@ def run_compare(ws: Workspace, names: Sequence[str], *, previous: str | None = N
     names = list(names) or [*ws.measurements.measures, *ws.measurements.quality]
     summary, batches = measure(ws, names, previous=previous, argv=argv, out=out)
     print(file=out)
-    not_run = {o.step.name.partition("@")[0].partition("#")[0]: f"its runs were not run ({o.reason})"
+    not_run = {measure_of(o.step.name): f"its runs were not run ({o.reason})"
                for o in summary.outcomes if o.verdict is Verdict.NOT_RUN}
     code = compare_recorded(ws, names, board=board, out=out, not_run=not_run)
     if not summary.ok():
