@@ -1,6 +1,6 @@
 """Benchmark: relgate's own fixed cost, and what `nox -l` costs with relgate's sessions.
 
-    python bench/fixed_cost.py [--rounds N] [--warmup N]
+    python bench/fixed_cost.py [--rounds N] [--warmup N] [--against DIR]
 
 Two measurements, each in the same run as its alternative (alternating, so caches and a busy
 machine affect both alike; warm-up rounds first, not counted; medians):
@@ -11,6 +11,10 @@ machine affect both alike; warm-up rounds first, not counted; medians):
   loading the workspace, detecting the host, git facts, the ledger, the table. Goal ≤ 50 ms.
 * listing: ``nox -l`` with relgate's noxfile against ``nox -l`` with an empty noxfile.
   Goal ≤ 1.3×.
+
+With ``--against DIR`` another checkout's ``nox -s host`` (its own noxfile, sessions and
+engine; its own ledger home) runs in the same rounds, so two versions are compared on one
+machine state.
 
 After the first nox run the ledger must hold exactly one passed step (``true``), or the
 comparison is void (exit 1). This is a measurement, not a test.
@@ -77,6 +81,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--compile-each-run", action="store_true",
                     help="keep PYTHONDONTWRITEBYTECODE from the environment (every run recompiles relgate)")
+    ap.add_argument("--against", type=Path, metavar="DIR",
+                    help="another relgate checkout whose `nox -s host` runs in the same rounds")
     args = ap.parse_args()
     nox = [sys.executable, "-m", "nox"]
     with tempfile.TemporaryDirectory(prefix="relgate-bench-fixed-") as name:
@@ -91,15 +97,20 @@ def main() -> int:
             "relgate nox -l": [*nox, "-f", str(REPO / "noxfile.py"), "-l"],
             "empty nox -l": [*nox, "-f", str(empty), "-l"],
         }
+        envs = {label: env for label in sides}
+        if args.against is not None:
+            # its noxfile puts its own folder first on sys.path: its sessions import its engine
+            sides["against host"] = [*nox, "-f", str(args.against.resolve() / "noxfile.py"), "-s", "host"]
+            envs["against host"] = {**env, "RELGATE_HOME": str(tmp / "home-against")}
         times: dict[str, list[float]] = {k: [] for k in sides}
         cpus: dict[str, list[float]] = {k: [] for k in sides}
         for round_no in range(args.warmup + args.rounds):
             for label, argv in sides.items():
-                wall, cpu, done = timed(argv, env, cwd=tmp)
+                wall, cpu, done = timed(argv, envs[label], cwd=tmp)
                 if done.returncode != 0:
                     return failed(label, done)
-                if round_no == 0 and label == "relgate host":
-                    problem = _check_ledger(Path(env["RELGATE_HOME"]))
+                if round_no == 0 and label in ("relgate host", "against host"):
+                    problem = _check_ledger(Path(envs[label]["RELGATE_HOME"]))
                     if problem:
                         print(f"void: {problem}", file=sys.stderr)
                         return 1
@@ -120,6 +131,10 @@ def main() -> int:
     print(f"fixed cost (nox -s host with one `true` check - empty nox session): {fixed:.0f} ms "
           f"(goal <= {FIXED_GOAL_MS:.0f} ms): {'PASS' if fixed <= FIXED_GOAL_MS else 'MISS'}")
     print(f"nox -l, relgate / empty noxfile: {ratio:.2f} (goal <= {LIST_GOAL}): {'PASS' if ratio <= LIST_GOAL else 'MISS'}")
+    if args.against is not None:
+        other = (med["against host"] - med["empty session"]) * 1000
+        print(f"{args.against}: fixed cost {other:.0f} ms in the same rounds "
+              f"(CPU {(cpu_med['against host'] - cpu_med['empty session']) * 1000:.0f} ms)")
     return 0
 
 

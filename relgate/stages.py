@@ -17,7 +17,7 @@ from relgate.manifest.lanes import BUILTIN_LANE_DEFS, LanesSpec
 from relgate.manifest.options import RunOptions
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.workspace import Workspace
-from relgate.remote.pool import host_pool
+from relgate.remote.pool import host_pool, start_facts
 from relgate.run.flow import candidate_facts, finish, run_plan
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepNotRun, check_names, plan_host_checks, select_checks
@@ -82,6 +82,7 @@ def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions =
         return None
     if options.names and not steps:
         print(f"{session}: none of the named targets is a host check or a host-lane target", file=out)
+    start_facts(ws)
     pool = host_pool(ws, allow_hosts=options.allow_hosts)
     return finish(run_plan(ws, steps, session=session, argv=argv, reuse=options.reuse, pool=pool, out=out,
                            options=options),
@@ -99,6 +100,7 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
                          "(add lanes.toml here, or project.lanes pointing at the project's own file)")
     if lane not in lanes.lanes:
         plan_lane(ws.project, lanes, lane)  # raises: no lane NAME, with a did-you-mean
+    start_facts(ws)
     pool = host_pool(ws, allow_hosts=options.allow_hosts)
     mode = lanes.lanes[lane].mode
     if options.list_only or (not options.names and mode in ("named", "per-board")):

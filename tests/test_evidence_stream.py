@@ -180,6 +180,77 @@ def test_diff_command_fast_path_matches_the_reference(tmp_path: Path, seed: int,
     assert _diff_files(cand, base) == diff_cells(read_cells(cand), read_cells(base))
 
 
+_HOSTILE = (
+    b"s\ta\tk",  # two tabs
+    b"s\t\tk\tv",  # an empty arm
+    b"\ta\tk\tv",  # an empty suite
+    b"s\ta\t\tv",  # an empty key
+    b"# a comment among the rows",
+    b"",  # an empty line
+    b"   ",  # a blank one
+    b"s\ta\tk\tv\twith a tab",  # a tab in a value: well formed, not the usual shape
+    b"s\ta\tk\t\xff",  # not UTF-8
+    b"# not UTF-8 \xfe in a comment",
+    "s\ta\tk\tcaf\u00e9".encode(),  # UTF-8 beyond ASCII
+)
+
+
+@pytest.mark.parametrize("seed", range(120))
+def test_a_hostile_candidate_gets_the_reference_answer(tmp_path: Path, seed: int,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The diff checks only the candidate rows that differ from the base's: whatever a
+    candidate holds among equal rows, the answer (or the error naming its line) is the
+    reference parser's."""
+    from relgate.evidence import cells
+    from relgate.evidence.cells import _diff_files
+
+    monkeypatch.setattr(cells, "_WINDOW", (7, 64, 4096)[seed % 3])
+    rng = random.Random(1000 + seed)
+    base_bytes, cand_bytes = _pair_of_captures(rng)
+    lines = cand_bytes.split(b"\n")
+    for _ in range(rng.randrange(1, 3)):
+        lines.insert(rng.randrange(len(lines)), rng.choice(_HOSTILE))
+    if rng.random() < 0.3:
+        lines = [line + b"\r" for line in lines]
+    body = b"\n".join(lines)
+    cand_bytes = (b"\xef\xbb\xbf" if rng.random() < 0.2 else b"") + (body.rstrip(b"\n") if rng.random() < 0.2 else body)
+    base = _write(tmp_path, "base.cells", base_bytes)
+    cand = _write(tmp_path, "cand.cells", cand_bytes)
+
+    def answer(run):
+        try:
+            return run()
+        except InputError as exc:
+            return f"InputError: {exc}"
+
+    assert answer(lambda: _diff_files(base, cand)) == answer(lambda: diff_cells(read_cells(base), read_cells(cand)))
+
+
+@pytest.mark.parametrize("where", ["header", "equal rows", "moved", "rest"])
+def test_a_bad_byte_anywhere_in_the_candidate_is_named(tmp_path: Path, where: str) -> None:
+    from relgate.evidence.cells import _diff_files
+
+    rows = [b"s\ta\tk%d\t%d\n" % (i, i) for i in range(50)]
+    cand = list(rows)
+    header = b"# relgate evidence\n"
+    if where == "header":
+        header = b"# run on \xff\n"
+    elif where == "equal rows":
+        rows[20] = cand[20] = b"s\ta\tk20\t\xff\n"  # the base is bad too: the base's line is named
+    elif where == "moved":
+        cand[20] = b"s\ta\tk20\t\xff\n"
+    else:
+        cand = cand[:10] + list(reversed(cand[10:]))
+        cand[30] = b"s\ta\tk19\t\xff\n"
+    base = _write(tmp_path, "base.cells", b"# relgate evidence\n" + b"".join(rows))
+    cand_path = _write(tmp_path, "cand.cells", header + b"".join(cand))
+    with pytest.raises(InputError, match="not valid UTF-8") as fast:
+        _diff_files(base, cand_path)
+    with pytest.raises(InputError) as reference:
+        diff_cells(read_cells(base), read_cells(cand_path))
+    assert str(fast.value) == str(reference.value)
+
+
 def test_unwritable_spill_folder_is_one_line_error(tmp_path: Path) -> None:
     from relgate.evidence.baselines import _spilling
 

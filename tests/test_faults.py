@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import Project, wait_for
+from conftest import Project, pid_gone, wait_for
 
 WAIT_S = 60.0  # an upper bound for the polling below (a hang shows as a failure); never a measurement
 
@@ -188,6 +188,29 @@ def test_a_step_never_outlives_a_sigkilled_relgate(tinyinfer: Project, tmp_path:
     finally:
         if group_alive(pgid):
             os.killpg(pgid, signal.SIGKILL)
+
+
+def test_a_sigkilled_relgate_leaves_no_escaped_process_behind(tinyinfer: Project, tmp_path: Path) -> None:
+    # The escaped process left the group (setsid) and ignores SIGTERM: only the guardian's
+    # search for the step's tag, and its SIGKILL after the grace, can end it.
+    pidfile = tmp_path / "escaped.pid"
+    one_check(tinyinfer, f"setsid sh -c 'trap \"\" TERM; echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; "
+                         f"while :; do sleep 1; done' & while :; do sleep 1; done")
+    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "host"],
+                            env={**tinyinfer.env, "RELGATE_KILL_GRACE": "0.5"}, cwd=tinyinfer.root,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    escaped = 0
+    try:
+        assert wait_for(pidfile.exists), "the step never started"
+        escaped = int(pidfile.read_text())
+        assert os.getsid(escaped) == escaped  # it really left relgate's group and session
+        proc.kill()
+        proc.wait(timeout=WAIT_S)
+        assert wait_for(lambda: pid_gone(escaped)), "the escaped process outlived a SIGKILLed relgate"
+    finally:
+        proc.kill()
+        if escaped and not pid_gone(escaped):
+            os.kill(escaped, signal.SIGKILL)
 
 
 def test_a_process_that_escapes_with_setsid_is_reported_and_stopped(tinyinfer: Project, tmp_path: Path) -> None:

@@ -6,6 +6,7 @@ import copy
 import dataclasses
 import pickle
 from dataclasses import FrozenInstanceError, field
+from typing import ClassVar
 
 import pytest
 
@@ -152,3 +153,34 @@ def test_frozen_and_mutable_records_do_not_mix():
         @record
         class Strict(Tally):
             extra: int = 0
+
+
+def test_fields_are_the_ones_dataclasses_makes():
+    for mine, theirs in zip(dataclasses.fields(Point), dataclasses.fields(DataPoint)):
+        assert (mine.name, mine.type, mine.default, mine.default_factory, mine.init, mine.repr, mine.hash,
+                mine.compare, mine.kw_only) == (theirs.name, theirs.type, theirs.default, theirs.default_factory,
+                                                theirs.init, theirs.repr, theirs.hash, theirs.compare, theirs.kw_only)
+    assert Point.y == DataPoint.y == 0 and "meta" not in Point.__dict__  # the class keeps defaults, not Fields
+    assert [f.name for f in dataclasses.fields(Labelled)] == ["n", "label"]
+
+
+def test_what_the_fast_path_does_not_cover_goes_through_dataclasses():
+    @record
+    class Counted:
+        n: int = 0
+        made: ClassVar[int] = 0
+
+    assert [f.name for f in dataclasses.fields(Counted)] == ["n"] and Counted.made == 0
+    assert Counted(n=1) == Counted(n=1)
+
+
+def test_the_mistakes_dataclasses_refuses_are_refused():
+    with pytest.raises(ValueError, match="mutable default <class 'list'> for field items"):
+        @record
+        class Mutable:
+            items: list[int] = []  # noqa: RUF012
+    with pytest.raises(TypeError, match="'loose' is a field but has no type annotation"):
+        @record
+        class Unannotated:
+            n: int = 0
+            loose = field(default=1)

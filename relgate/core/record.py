@@ -16,6 +16,13 @@ class is defined.
 
 ``__dataclass_params__`` says ``init=repr=eq=frozen=False`` (dataclasses wrote none of it):
 subclass a record with ``@record``; ``@dataclass(frozen=True)`` refuses a base that says so.
+
+Even ``dataclasses.dataclass(init=False, repr=False, eq=False)`` cost ≈0.15 ms a class (its
+annotation tests: a regex and a module lookup per field, for ``ClassVar`` and ``InitVar``),
+6 ms of every start. A record's fields are made here instead, as dataclasses makes them
+(``dataclasses.field`` objects in ``__dataclass_fields__``); a class this does not cover —
+a ``ClassVar`` or ``InitVar``, annotations that are not strings, a Python whose dataclasses
+keep fields otherwise — goes through ``dataclasses.dataclass`` as before.
 """
 
 from __future__ import annotations
@@ -119,6 +126,59 @@ def _set(cls: type, name: str, value: Any) -> None:
         setattr(cls, name, value)
 
 
+def _template() -> tuple[Any, Any]:
+    """The shared ``__dataclass_params__`` and the field kind, from one throwaway dataclass."""
+
+    @dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)
+    class Template:
+        x: int = 0
+
+    return Template.__dataclass_params__, dataclasses.fields(Template)[0]._field_type  # type: ignore[attr-defined]
+
+
+_PARAMS = getattr(dataclasses, "_PARAMS", None)
+_FIELDS = getattr(dataclasses, "_FIELDS", None)
+_PARAMS_VALUE, _FIELD_KIND = _template()
+_UNCOVERED = ("ClassVar", "InitVar")  # words in an annotation that send a class to dataclasses
+
+
+def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
+    """The class's fields, set as ``dataclasses.dataclass(kw_only=True)`` sets them (inherited
+    ones first), or None for a class that ``dataclasses`` must process itself."""
+    own = cls.__dict__.get("__annotations__")
+    if (_PARAMS != "__dataclass_params__" or _FIELDS != "__dataclass_fields__" or own is None
+            or any(not isinstance(t, str) or any(w in t for w in _UNCOVERED) for t in own.values())):
+        return None
+    fields: dict[str, dataclasses.Field[Any]] = {}
+    for base in cls.__mro__[-1:0:-1]:
+        inherited = getattr(base, "__dataclass_fields__", None)
+        if inherited is not None:
+            fields.update(inherited)
+    for name, annotation in own.items():
+        default = cls.__dict__.get(name, MISSING)
+        f = default if isinstance(default, dataclasses.Field) else dataclasses.field(default=default)
+        f.name, f.type = name, annotation  # type: ignore[assignment]
+        f._field_type = _FIELD_KIND  # type: ignore[attr-defined]
+        if f.kw_only is MISSING:  # type: ignore[attr-defined]
+            f.kw_only = True  # type: ignore[attr-defined]
+        if f.default is not MISSING and f.default.__class__.__hash__ is None:
+            raise ValueError(f"mutable default {type(f.default)} for field {name} is not allowed: use default_factory")
+        fields[name] = f
+        if default is f:  # as dataclasses: the class keeps the default, never the Field
+            if f.default is MISSING:
+                delattr(cls, name)
+            else:
+                setattr(cls, name, f.default)
+    for name, value in cls.__dict__.items():
+        if isinstance(value, dataclasses.Field) and name not in own:
+            raise TypeError(f"{name!r} is a field but has no type annotation")
+    cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+    cls.__dataclass_params__ = _PARAMS_VALUE  # type: ignore[attr-defined]
+    if "__match_args__" not in cls.__dict__:
+        cls.__match_args__ = ()  # type: ignore[attr-defined]  # keyword-only: nothing to match by position
+    return tuple(f for f in fields.values() if f._field_type is _FIELD_KIND)  # type: ignore[attr-defined]
+
+
 def _make(cls: T, *, frozen: bool, eq: bool) -> T:
     if not cls.__dict__.get("__doc__"):
         cls.__doc__ = cls.__name__  # else dataclass builds a signature for it (inspect)
@@ -128,8 +188,10 @@ def _make(cls: T, *, frozen: bool, eq: bool) -> T:
                             f"from a {'non-frozen' if frozen else 'frozen'} one ({base.__name__})")
     class_hash = cls.__dict__.get("__hash__", MISSING)
     explicit_hash = not (class_hash is MISSING or (class_hash is None and "__eq__" in cls.__dict__))
-    cls = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
-    fields = dataclasses.fields(cls)
+    fields = _fields(cls)
+    if fields is None:  # what _fields does not cover: dataclasses decides
+        cls = dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)(cls)
+        fields = dataclasses.fields(cls)
     cls.__record_init__ = tuple(  # type: ignore[attr-defined]
         (f.name, f.default, f.default_factory, f.default is MISSING and f.default_factory is MISSING)
         for f in fields if f.init)

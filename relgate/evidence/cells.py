@@ -54,9 +54,8 @@ cell when it can be avoided:
 from __future__ import annotations
 
 import gc
-import json
+import io
 import os
-import tempfile
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -289,11 +288,9 @@ def _parse_text(text: str, source: str) -> _Side:
     return _parse_reference(text, source)  # rows with tabs in values; a bad row: names the first bad line
 
 
-def _shaped(data: bytes) -> tuple[bytes, int, int, bool]:
+def _normalized(data: bytes) -> tuple[bytes, int, int]:
     """A capture's bytes without BOM and CRs before LF, how many header lines (comments and
-    empty lines before the first row) it starts with and where its rows start, and whether
-    the rows after the header are all well formed (exactly three tabs, no empty suite, arm
-    or key, no comment)."""
+    empty lines before the first row) it starts with, and where its rows start."""
     if data.startswith(_BOM_BYTES):
         data = data[len(_BOM_BYTES) :]
     if b"\r" in data:
@@ -305,7 +302,14 @@ def _shaped(data: bytes) -> tuple[bytes, int, int, bool]:
         end = data.find(b"\n", start)
         start = len(data) if end < 0 else end + 1
         header_lines += 1
-    # Whole-buffer checks of the rows after the header (no copy of them is made).
+    return data, header_lines, start
+
+
+def _well_formed(data: bytes, start: int) -> bool:
+    """Whether the rows from ``start`` on (at least one) are all well formed: exactly three
+    tabs, no empty suite, arm or key, no comment. Whole-buffer checks; no copy is made."""
+    if start >= len(data):
+        return False
     header_shape = data[:start].translate(None, _NOT_TAB_OR_LF)
     tabs_and_lfs = data.translate(None, _NOT_TAB_OR_LF)
     # LFs counted in the tabs and LFs alone: a tenth of the bytes to scan
@@ -313,10 +317,9 @@ def _shaped(data: bytes) -> tuple[bytes, int, int, bool]:
     shape = _ROW_SHAPE * rows
     if not data.endswith(b"\n"):
         shape = shape[:-1]
-    fast = (
-        start < len(data)
+    return (
         # exactly three tabs on every line
-        and len(tabs_and_lfs) == len(header_shape) + len(shape)
+        len(tabs_and_lfs) == len(header_shape) + len(shape)
         and tabs_and_lfs.endswith(shape)
         # no empty suite, arm or key (rfind: a backward search skips faster here)
         and not data.startswith(b"\t", start)
@@ -325,12 +328,22 @@ def _shaped(data: bytes) -> tuple[bytes, int, int, bool]:
         # no comment among the rows
         and (data.find(b"#", start) < 0 or data.rfind(b"\n#", start) < 0)
     )
-    return data, header_lines, start, fast
+
+
+def _utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def _parse_bytes(data: bytes, source: str) -> _Side:
     """Parse a capture's bytes; the fast path takes a header of comments, then rows."""
-    data, header_lines, _start, fast = _shaped(data)
+    data, header_lines, start = _normalized(data)
+    fast = _well_formed(data, start)
     text = _decode(data, source)
     del data
     if not fast:
@@ -342,20 +355,22 @@ def _parse_bytes(data: bytes, source: str) -> _Side:
     return _side_from_rows(lines)
 
 
-def _fast_body(data: bytes) -> bytes | None:
-    """A capture's rows (bytes, each ending with LF) when it has the usual shape (a header,
-    then well-formed rows) and is valid UTF-8; None for anything else (the reference parser
-    then reads it)."""
-    data, _header_lines, start, fast = _shaped(data)
-    if not fast:
+def _base_body(data: bytes) -> tuple[bytes, int] | None:
+    """A capture's bytes (ending with LF) and where its rows start, when it has the usual
+    shape (a header, then well-formed rows) and is valid UTF-8; None for anything else (the
+    reference parser then reads it)."""
+    data, _header_lines, start = _normalized(data)
+    if not _well_formed(data, start) or not _utf8(data):
         return None
-    if not data.isascii():
-        try:
-            data.decode("utf-8")
-        except UnicodeDecodeError:
-            return None
-    body = data[start:] if start else data
-    return body if body.endswith(b"\n") else body + b"\n"
+    return (data if data.endswith(b"\n") else data + b"\n"), start
+
+
+def _candidate_body(data: bytes) -> tuple[bytes, int]:
+    """The candidate's bytes (ending with LF) and where its rows start, *not* checked: the
+    diff checks only the rows that differ from the base's (a row equal to a base row is
+    well formed and valid UTF-8, as every base row is)."""
+    data, _header_lines, start = _normalized(data)
+    return (data if data.endswith(b"\n") or not data else data + b"\n"), start
 
 
 def _read_bytes(path: Path) -> bytes:
@@ -460,6 +475,8 @@ def write_cells(path: Path, cells: Mapping[Cell, str]) -> None:
     except OSError:
         mode = 0o644
     try:
+        import tempfile  # only a capture that is written needs it
+
         fd, tmp = tempfile.mkstemp(
             prefix=f".{path.name}.", suffix=".tmp", dir=path.parent
         )
@@ -640,28 +657,33 @@ def _row_value(row: bytes) -> str:
     return row.rpartition(b"\t")[2].decode("utf-8")
 
 
-def _diff_bodies(bodies: list[bytes]) -> EvidenceDiff | None:
-    """Diff two well-formed captures' rows (``[base, candidate]``: bytes, every row exactly
-    three tabs and an LF; the list is emptied, so the buffers are freed as soon as they have
-    served); None when a capture writes a cell twice (the reference path applies "the last
-    write wins").
+def _diff_bodies(bodies: list[tuple[bytes, int]]) -> EvidenceDiff | None:
+    """Diff two captures (``[(base, start), (candidate, start)]``: the bytes, ending with LF,
+    and where their rows start; the list is emptied, so the buffers are freed as soon as they
+    have served); None when a capture writes a cell twice (the reference path applies "the
+    last write wins") or a candidate row it looks at is not well formed (the reference path
+    names the line).
 
-    Only the base is split into rows, once, for one set of its keys (each key once, or None).
-    The two buffers are then compared as they are, a window at a time, and only where they
-    differ is a row cut out: a moved value (the same key on both sides) is put aside with its
-    partner and the walk goes on; a row only the candidate has, or a base row that is gone
-    here, is put aside and the walk steps past it; where the orders disagree, the rest of
-    both is put aside. The rows put aside are compared as sets of whole lines, and only the
-    ones left are split into cells. The candidate writes a cell twice exactly when two of
-    its rows put aside share a key, or one's key is a base key whose base row was matched
-    (and so is in the candidate too).
+    The base's rows were checked (:func:`_base_body`). Only the base is split into rows,
+    once, for one set of its keys (each key once, or None). The two buffers are then compared
+    as they are, a window at a time, and only where they differ is a row cut out: a moved
+    value (the same key on both sides) is put aside with its partner and the walk goes on; a
+    row only the candidate has, or a base row that is gone here, is put aside and the walk
+    steps past it; where the orders disagree, the rest of both is put aside. The candidate's
+    rows walked over as equal are the base's, so well formed; the ones put aside and the rest
+    are checked. The rows put aside are compared as sets of whole lines, and only the ones
+    left are split into cells. The candidate writes a cell twice exactly when two of its rows
+    put aside share a key, or one's key is a base key whose base row was matched (and so is
+    in the candidate too).
     """
-    base, cand = bodies
+    (base, ib), (cand, ic) = bodies
     bodies.clear()
-    rows = base.split(b"\n")
-    rows.pop()  # after the last LF
-    keys = list(map(itemgetter(0), map(bytes.rpartition, rows, repeat(b"\t"))))
-    nb = len(rows)
+    base_start, cand_start = ib, ic
+    lines = io.BytesIO(base)  # one line at a time: each is freed as soon as its key is cut out
+    lines.seek(base_start)
+    keys = list(map(itemgetter(0), map(bytes.rpartition, lines, repeat(b"\t"))))
+    del lines
+    nb = len(keys)
     _prehash(keys)
     base_keys = set(keys)
     del keys
@@ -669,7 +691,6 @@ def _diff_bodies(bodies: list[bytes]) -> EvidenceDiff | None:
         return None
     gone: list[bytes] = []  # base rows not matched by an equal candidate row (yet)
     new: list[bytes] = []  # candidate rows not matched by an equal base row (yet)
-    ib = ic = 0
     lb, lc = len(base), len(cand)
     steps_left = 256 + nb // 16  # past this many one-sided rows, the sets are cheaper
     while ib < lb and ic < lc:
@@ -706,17 +727,38 @@ def _diff_bodies(bodies: list[bytes]) -> EvidenceDiff | None:
             ib = eb + 1
             continue
         break  # the orders disagree: compare the rest as sets
+    # The candidate's rows that are not the base's must be well formed, or the reference
+    # parser reads both (and names the first bad line).
+    if new:
+        aside = b"\n".join(new) + b"\n"
+        if not (_well_formed(aside, 0) and _utf8(aside)):
+            return None
+        del aside
+    if ic < lc:
+        if ic == cand_start:  # the whole candidate (its header included: comments are UTF-8 too)
+            if not (_well_formed(cand, ic) and _utf8(cand)):
+                return None
+            rest_c = cand.split(b"\n")
+            del rest_c[: cand.count(b"\n", 0, cand_start)]
+        else:
+            if not (_well_formed(cand, ic) and (cand.isascii() or _utf8(cand[ic:]))):
+                return None
+            rest_c = cand[ic:].split(b"\n")
+        rest_c.pop()
+    else:
+        rest_c = []
+    if cand_start and not _utf8(cand[:cand_start]):
+        return None
+    del cand
     # Every base row is walked over as equal, put aside, or left in the rest.
-    if ib == 0:
-        rest_b = rows
+    if ib == base_start:  # the whole base, its header dropped
+        rest_b = base.split(b"\n")
+        del rest_b[: base.count(b"\n", 0, base_start)]
     else:
         rest_b = base[ib:].split(b"\n")
-        rest_b.pop()
-    del base, rows
+    rest_b.pop()
+    del base
     identical = nb - len(gone) - len(rest_b)
-    rest_c = (cand[ic:] if ic else cand).split(b"\n")
-    rest_c.pop()
-    del cand
     if len(rest_b) > 1024 or len(rest_c) > 1024:
         _prehash(rest_b)
         _prehash(rest_c)
@@ -734,6 +776,7 @@ def _diff_bodies(bodies: list[bytes]) -> EvidenceDiff | None:
         if key in new_by_key or (key in base_keys and key not in gone_by_key):
             return None  # the candidate writes this cell twice
         new_by_key[key] = row
+    del base_keys
     moved, only_base = [], []
     for key, row in gone_by_key.items():
         other = new_by_key.pop(key, None)
@@ -749,16 +792,16 @@ def _diff_bodies(bodies: list[bytes]) -> EvidenceDiff | None:
 
 
 def _diff_files(base: Path, candidate: Path) -> EvidenceDiff:
-    """Diff two capture files: through :func:`_diff_bodies` when both have the usual shape and
-    no cell is written twice, else through the reference parser (which also names a bad line)."""
+    """Diff two capture files: through :func:`_diff_bodies` when the base has the usual shape,
+    no cell is written twice and the candidate's rows that differ are well formed, else
+    through the reference parser (which also names a bad line)."""
     with _gc_paused():
-        bodies: list[bytes] = []
-        for path in (base, candidate):
-            body = _fast_body(_read_bytes(Path(path)))
-            if body is None:
-                break
+        bodies: list[tuple[bytes, int]] = []
+        body = _base_body(_read_bytes(Path(base)))
+        if body is not None:
             bodies.append(body)
-            del body
+            bodies.append(_candidate_body(_read_bytes(Path(candidate))))
+        del body
         d = _diff_bodies(bodies) if len(bodies) == 2 else None
         bodies.clear()
         if d is None:
@@ -852,6 +895,8 @@ def diff_command(base: Path, candidate: Path, *, as_json: bool, out: TextIO) -> 
     """
     d = _diff_files(base, candidate)
     if as_json:
+        import json
+
         json.dump(diff_to_json(d), out, indent=2, ensure_ascii=False)
         out.write("\n")
     else:

@@ -8,12 +8,13 @@ everything relgate does around a step).
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Callable
 from pathlib import Path
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
 
-__all__ = ["GitFacts", "read_git_facts", "tree_is_dirty", "resolve_commit", "git_ignores"]
+__all__ = ["GitFacts", "read_git_facts", "start_git_facts", "tree_is_dirty", "resolve_commit", "git_ignores"]
 
 
 @record
@@ -60,24 +61,49 @@ def tree_is_dirty(toplevel: Path) -> bool:
 
 def read_git_facts(path: Path) -> GitFacts:
     """Facts of the repository that holds ``path``; a path outside git is bad input."""
+    return start_git_facts(path)()
+
+
+def start_git_facts(path: Path) -> Callable[[], GitFacts]:
+    """Start both gits for :func:`read_git_facts` and return what waits for them (and raises
+    its errors, also one of starting them: they belong to the first use of the facts)."""
     if not Path(path).exists():
-        raise InputError(f"{path}: not inside a git repository (relgate qualifies commits)")
+        return _raise(InputError(f"{path}: not inside a git repository (relgate qualifies commits)"))
     # The status runs beside the rev-parse: from any folder of the work tree it covers all
     # of it (porcelain paths are the repository's), so it need not wait for the toplevel.
-    status = _start(path, *_STATUS)
     try:
-        done = _git(path, "rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD")
+        status = _start(path, *_STATUS)
+    except InputError as exc:
+        return _raise(exc)
+    try:
+        rev = _start(path, "rev-parse", "--show-toplevel", "HEAD", "--abbrev-ref", "HEAD")
+    except InputError as exc:
+        status.communicate()
+        return _raise(exc)
+    return lambda: _facts(path, status, rev)
+
+
+def _raise(exc: InputError) -> Callable[[], GitFacts]:
+    def fail() -> GitFacts:
+        raise exc
+
+    return fail
+
+
+def _facts(path: Path, status: subprocess.Popen[str], rev: subprocess.Popen[str]) -> GitFacts:
+    try:
+        rev_out, rev_err = rev.communicate()
     finally:
         out, err = status.communicate()
-    lines = done.stdout.splitlines()
-    if done.returncode != 0 or len(lines) != 3:
-        err = done.stderr.strip()
+    lines = rev_out.splitlines()
+    if rev.returncode != 0 or len(lines) != 3:
+        err = rev_err.strip()
         if "not a git repository" in err:
             raise InputError(f"{path}: not inside a git repository (relgate qualifies commits)")
         if "unknown revision" in err or "ambiguous argument 'HEAD'" in err:
             top = lines[0] if lines else path
             raise InputError(f"{top}: the repository has no commit yet")
-        raise InputError(f"{path}: git failed: {err or 'exit ' + str(done.returncode)}")
+        raise InputError(f"{path}: git failed: {err or 'exit ' + str(rev.returncode)}")
     toplevel, commit, branch = lines
     if len(commit) != 40 or any(c not in "0123456789abcdef" for c in commit):
         raise InputError(f"{path}: git rev-parse gave {commit!r}, not a commit")

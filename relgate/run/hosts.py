@@ -1,8 +1,8 @@
 """Hosts: where commands run, and what they offer (boards, driver, toolkit, capabilities).
 
 A host's declared facts come from ``hosts/*.toml``; a local host also detects its own
-(nvidia-smi, nvcc, tools on PATH). Detection parses command output through a ``probe``
-callable, so an SSH host can reuse the parsers over its own connection.
+(nvidia-smi, nvcc, tools on PATH), with the probes side by side: nvidia-smi alone can take
+tens of milliseconds on a GPU host. An SSH host reuses the parsers over its own connection.
 """
 
 from __future__ import annotations
@@ -11,14 +11,14 @@ import platform
 import re
 import shutil
 import subprocess
+import time
 from collections.abc import Callable, Iterable, Sequence
 
 from relgate.core.record import record
 from relgate.manifest.specs import HostSpec
 
-__all__ = ["HostFacts", "Host", "detect_local", "parse_nvidia_smi", "parse_nvcc_version"]
+__all__ = ["HostFacts", "Host", "detect_local", "start_detect_local", "parse_nvidia_smi", "parse_nvcc_version"]
 
-Probe = Callable[[Sequence[str]], "str | None"]
 _TOOLS = ("cc", "gcc", "clang", "make", "cargo", "nvcc", "hipcc", "git")
 
 
@@ -79,31 +79,60 @@ def parse_nvcc_version(text: str) -> str | None:
     return f"cuda {m.group(1)}" if m else None
 
 
-def _local_probe(argv: Sequence[str]) -> str | None:
+_PROBE_TIMEOUT = 20.0  # seconds for every probe together: a hung nvidia-smi must not hang relgate
+
+
+def _start_probe(argv: Sequence[str]) -> subprocess.Popen[str] | None:
     try:
-        done = subprocess.run(list(argv), capture_output=True, text=True, timeout=20, check=False)
-    except (OSError, subprocess.TimeoutExpired):
+        return subprocess.Popen(list(argv), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.DEVNULL, text=True)
+    except OSError:
         return None
-    return done.stdout if done.returncode == 0 else None
 
 
-def detect_local(spec: HostSpec, probe: Probe = _local_probe) -> HostFacts:
+def _probe_output(proc: subprocess.Popen[str] | None, deadline: float) -> str | None:
+    """The probe's stdout if it exited 0 before the deadline (else it is killed: None)."""
+    if proc is None:
+        return None
+    try:
+        out, _ = proc.communicate(timeout=max(0.0, deadline - time.monotonic()))
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        return None
+    return out if proc.returncode == 0 else None
+
+
+def detect_local(spec: HostSpec) -> HostFacts:
     """Declared facts win; detected ones fill the gaps and add capabilities."""
+    return start_detect_local(spec)()
+
+
+def start_detect_local(spec: HostSpec) -> Callable[[], HostFacts]:
+    """Start the probes of :func:`detect_local` and return what waits for them."""
     caps = set(spec.capabilities)
-    boards = list(spec.boards)
-    driver, toolkit = spec.driver, spec.toolkit
-    if spec.detect:
-        caps.update(t for t in _TOOLS if shutil.which(t))
-        if shutil.which("nvidia-smi"):
-            out = probe(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap",
-                         "--format=csv,noheader"])
-            if out:
-                found, drv, gpu_caps = parse_nvidia_smi(out)
-                boards = boards or found
-                driver = driver or drv
-                caps |= gpu_caps
-        if shutil.which("nvcc"):
-            toolkit = toolkit or parse_nvcc_version(probe(["nvcc", "--version"]) or "")
-        if platform.system() == "Darwin" and platform.machine() == "arm64":
-            caps.add("metal")
-    return HostFacts(boards=tuple(boards), driver=driver, toolkit=toolkit, capabilities=frozenset(caps))
+    if not spec.detect:
+        return lambda: HostFacts(boards=tuple(spec.boards), driver=spec.driver, toolkit=spec.toolkit,
+                                 capabilities=frozenset(caps))
+    on_path = {t for t in _TOOLS if shutil.which(t)}
+    caps |= on_path
+    smi = _start_probe(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader"]) \
+        if shutil.which("nvidia-smi") else None
+    nvcc = _start_probe(["nvcc", "--version"]) if "nvcc" in on_path and not spec.toolkit else None  # declared wins
+    if platform.system() == "Darwin" and platform.machine() == "arm64":
+        caps.add("metal")
+    deadline = time.monotonic() + _PROBE_TIMEOUT
+
+    def facts() -> HostFacts:
+        boards = list(spec.boards)
+        driver, toolkit = spec.driver, spec.toolkit
+        out = _probe_output(smi, deadline)
+        if out:
+            found, drv, gpu_caps = parse_nvidia_smi(out)
+            boards = boards or found
+            driver = driver or drv
+            caps.update(gpu_caps)
+        toolkit = toolkit or parse_nvcc_version(_probe_output(nvcc, deadline) or "")
+        return HostFacts(boards=tuple(boards), driver=driver, toolkit=toolkit, capabilities=frozenset(caps))
+
+    return facts
