@@ -521,6 +521,10 @@ def test_diff_command_exit_codes(tmp_path: Path) -> None:
         (good, bad, f"{bad}:2: {MALFORMED} 3 fields"),
         (bad, good, f"{bad}:2: {MALFORMED} 3 fields"),
         (good, tmp_path / "missing.tsv", f"{tmp_path / 'missing.tsv'}: no such evidence file"),
+        # the base's error first, though the candidate is read beside it
+        (bad, tmp_path / "missing.tsv", f"{bad}:2: {MALFORMED} 3 fields"),
+        (tmp_path / "gone.tsv", tmp_path / "missing.tsv", f"{tmp_path / 'gone.tsv'}: no such evidence file"),
+        (tmp_path / "gone.tsv", bad, f"{tmp_path / 'gone.tsv'}: no such evidence file"),
     ]:
         out = io.StringIO()
         with pytest.raises(InputError) as info:

@@ -190,14 +190,23 @@ def test_a_step_never_outlives_a_sigkilled_relgate(tinyinfer: Project, tmp_path:
             os.killpg(pgid, signal.SIGKILL)
 
 
-def test_a_sigkilled_relgate_leaves_no_escaped_process_behind(tinyinfer: Project, tmp_path: Path) -> None:
+@pytest.mark.parametrize("grep", ["gnu", "without -z"])
+def test_a_sigkilled_relgate_leaves_no_escaped_process_behind(tinyinfer: Project, tmp_path: Path, grep: str) -> None:
     # The escaped process left the group (setsid) and ignores SIGTERM: only the guardian's
-    # search for the step's tag, and its SIGKILL after the grace, can end it.
+    # search for the step's tag, and its SIGKILL after the grace, can end it. "without -z":
+    # a grep that refuses -z, as BusyBox's does, first on the guardian's PATH.
+    env = {**tinyinfer.env, "RELGATE_KILL_GRACE": "0.5"}
+    if grep == "without -z":
+        shim = tmp_path / "bin"
+        shim.mkdir()
+        (shim / "grep").write_text('#!/bin/sh\nfor a in "$@"; do case $a in -*z*) echo "grep: -z: unknown option" >&2; '
+                                   f'exit 2;; esac; done\nexec {shutil.which("grep")} "$@"\n')
+        (shim / "grep").chmod(0o755)
+        env["PATH"] = f"{shim}{os.pathsep}{env.get('PATH', os.environ['PATH'])}"
     pidfile = tmp_path / "escaped.pid"
     one_check(tinyinfer, f"setsid sh -c 'trap \"\" TERM; echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; "
                          f"while :; do sleep 1; done' & while :; do sleep 1; done")
-    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "host"],
-                            env={**tinyinfer.env, "RELGATE_KILL_GRACE": "0.5"}, cwd=tinyinfer.root,
+    proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "host"], env=env, cwd=tinyinfer.root,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     escaped = 0
     try:

@@ -128,6 +128,25 @@ def test_schema_is_versioned_and_migrates_forward(tmp_path: Path) -> None:
         Ledger.open(home)
 
 
+def test_the_fingerprint_moves_when_a_step_finishes_and_reads_no_table_through(tmp_path: Path) -> None:
+    from relgate.ledger.store import _FINGERPRINT
+
+    with Ledger.open(tmp_path / "home") as ledger:
+        run = ledger.begin_run(session="host", argv=["nox"], project="p", project_root=tmp_path, commit="c" * 40,
+                               branch="main", dirty=False)
+        before = ledger.fingerprint()
+        step = ledger.begin_step(run_id=run, session="host", step="true", lane=None, target=None, host="local",
+                                 board=None, driver=None, toolkit=None, commit="c" * 40, dirty=False,
+                                 command="true", cwd=None, env={}, log_path=None)
+        started = ledger.fingerprint()
+        ledger.finish_step(step, verdict=Verdict.PASS, reason=None, exit_code=0, duration=0.0)
+        finished = ledger.fingerprint()
+        assert len({before, started, finished}) == 3
+        plan = " ".join(str(r[-1]) for r in ledger._conn.execute("EXPLAIN QUERY PLAN " + _FINGERPRINT,
+                                                                 (UNFINISHED_REASON,)))
+    assert "steps_unfinished" in plan and "SCAN steps" not in plan, plan
+
+
 def test_not_a_database_is_a_clear_error(tmp_path: Path) -> None:
     (tmp_path / "ledger.sqlite3").write_text("this is not sqlite")
     with pytest.raises(InputError, match="not a healthy SQLite ledger"):

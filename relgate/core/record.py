@@ -131,6 +131,8 @@ def _template() -> tuple[Any, Any]:
 
     @dataclasses.dataclass(init=False, repr=False, eq=False, kw_only=True)
     class Template:
+        """A docstring, or dataclass builds one from the signature (inspect: 4 ms)."""
+
         x: int = 0
 
     return Template.__dataclass_params__, dataclasses.fields(Template)[0]._field_type  # type: ignore[attr-defined]

@@ -386,6 +386,36 @@ def _read_bytes(path: Path) -> bytes:
         ) from None
 
 
+def _read_meanwhile(path: Path) -> Callable[..., bytes]:
+    """Start reading ``path`` in a thread (a read releases the GIL: the copy out of the page
+    cache runs beside whatever this thread does); the call returned waits for the bytes and
+    raises :func:`_read_bytes`'s error (with ``keep=False`` it only waits, and drops both)."""
+    import threading
+
+    got: list[bytes] = []
+    failed: list[InputError] = []
+
+    def read() -> None:
+        try:
+            got.append(_read_bytes(path))
+        except InputError as exc:
+            failed.append(exc)
+
+    reader = threading.Thread(target=read, name="relgate-read-candidate", daemon=True)
+    reader.start()
+
+    def wait(keep: bool = True) -> bytes:
+        reader.join()
+        if not keep:
+            got.clear()
+            return b""
+        if failed:
+            raise failed[0]
+        return got.pop()
+
+    return wait
+
+
 def _read_side(path: Path) -> _Side:
     path = Path(path)
     # The bytes are passed on, not kept here, so the parser can free them early.
@@ -797,10 +827,17 @@ def _diff_files(base: Path, candidate: Path) -> EvidenceDiff:
     through the reference parser (which also names a bad line)."""
     with _gc_paused():
         bodies: list[tuple[bytes, int]] = []
-        body = _base_body(_read_bytes(Path(base)))
-        if body is not None:
+        candidate_bytes = _read_meanwhile(Path(candidate))  # while the base is read and checked
+        try:
+            body = _base_body(_read_bytes(Path(base)))
+        except BaseException:
+            candidate_bytes(keep=False)  # the base's error is the one to report
+            raise
+        if body is None:  # the reference path reads both, the base's errors first
+            candidate_bytes(keep=False)
+        else:
             bodies.append(body)
-            bodies.append(_candidate_body(_read_bytes(Path(candidate))))
+            bodies.append(_candidate_body(candidate_bytes()))
         del body
         d = _diff_bodies(bodies) if len(bodies) == 2 else None
         bodies.clear()

@@ -33,7 +33,7 @@ from relgate.ledger.identity import ProjectIdentity
 __all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON",
            "BatchRow", "DecisionRow"]
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 UNFINISHED_REASON = "never finished: relgate stopped before the step ended"
 
 # Each entry upgrades the schema from version i to i + 1.
@@ -174,6 +174,10 @@ _MIGRATIONS: tuple[str, ...] = (
         created TEXT NOT NULL
     );
     CREATE INDEX decisions_by_item ON decisions(project, item, id);
+    """,
+    # 6: the unfinished steps by an index (the sign-off's fingerprint counted them by reading every step)
+    """
+    CREATE INDEX steps_unfinished ON steps(verdict, reason) WHERE verdict = 'error';
     """,
 )
 
@@ -363,6 +367,11 @@ class Ledger:
             conn.close()
             raise
         return ledger
+
+    @staticmethod
+    def exists(home: Path) -> bool:
+        """Whether a ledger is under ``home`` (:meth:`open` would not create one)."""
+        return (Path(home) / "ledger.sqlite3").exists()
 
     def close(self) -> None:
         self._conn.close()
@@ -653,12 +662,10 @@ class Ledger:
             "SELECT * FROM decisions WHERE project = ? ORDER BY id", (project,))]
 
     def fingerprint(self) -> tuple[int, ...]:
-        """Changes whenever a row is added or a step finishes (sign-off re-runs with nothing new)."""
-        row = self._conn.execute(
-            "SELECT (SELECT COALESCE(MAX(id), 0) FROM steps), (SELECT COUNT(*) FROM steps WHERE verdict = 'error'"
-            " AND reason = ?), (SELECT COALESCE(MAX(id), 0) FROM evidence), (SELECT COALESCE(MAX(id), 0) FROM"
-            " baselines), (SELECT COALESCE(MAX(id), 0) FROM measure_batches), (SELECT COALESCE(MAX(id), 0) FROM"
-            " decisions), (SELECT COUNT(*) FROM runs WHERE finished IS NULL)", (UNFINISHED_REASON,)).fetchone()
+        """Changes whenever a row is added or a step finishes (sign-off re-runs with nothing new).
+        The unfinished steps are counted through ``steps_unfinished`` (the query names
+        ``verdict = 'error'`` as the partial index does), not by reading every step."""
+        row = self._conn.execute(_FINGERPRINT, (UNFINISHED_REASON,)).fetchone()
         return tuple(int(v) for v in row)
 
     def project_steps(self, *, project: str, commits: Sequence[str], latest: bool = False) -> list[StepRow]:
@@ -725,6 +732,11 @@ class Ledger:
 
 
 _HEADER = b"SQLite format 3\x00"
+_FINGERPRINT = (
+    "SELECT (SELECT COALESCE(MAX(id), 0) FROM steps), (SELECT COUNT(*) FROM steps WHERE verdict = 'error'"
+    " AND reason = ?), (SELECT COALESCE(MAX(id), 0) FROM evidence), (SELECT COALESCE(MAX(id), 0) FROM"
+    " baselines), (SELECT COALESCE(MAX(id), 0) FROM measure_batches), (SELECT COALESCE(MAX(id), 0) FROM"
+    " decisions), (SELECT COUNT(*) FROM runs WHERE finished IS NULL)")
 
 
 def _connect(db: Path) -> sqlite3.Connection:

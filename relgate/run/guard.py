@@ -74,8 +74,9 @@ def kill_pids(pids: list[int]) -> None:
 # The guardian itself: a POSIX shell script (a Python guardian cost ≈15 ms of CPU a run, more
 # than everything relgate does around a short step); reads "+ PGID TAG" and "- PGID" lines;
 # at end of file (relgate is gone) ends what is still registered: each group, then every
-# process whose environment carries a registered tag (GNU grep over /proc/*/environ: NUL-
-# separated entries, one whole entry matched). $1 is the grace between SIGTERM and SIGKILL.
+# process whose environment carries a registered tag (grep over /proc/*/environ: NUL-separated
+# entries, one whole entry matched; a grep without -z reads them one process at a time).
+# $1 is the grace between SIGTERM and SIGKILL.
 _GUARDIAN = r"""
 trap '' INT HUP TERM
 live=
@@ -92,7 +93,13 @@ send() {
     kill -s "$1" -- "-${e%%:*}" 2>/dev/null
     pats="$pats -e TAG_VAR=${e#*:}"
   done
-  for f in $(grep -l -z -x -F $pats /proc/[0-9]*/environ 2>/dev/null); do
+  if printf 'x\0' | grep -q -z -x x 2>/dev/null; then
+    found=$(grep -l -z -x -F $pats /proc/[0-9]*/environ 2>/dev/null)
+  else  # a grep without -z (BusyBox): one process at a time
+    found=$(for f in /proc/[0-9]*/environ; do
+      tr '\0' '\n' < "$f" 2>/dev/null | grep -q -x -F $pats && echo "$f"; done)
+  fi
+  for f in $found; do
     p=${f#/proc/}
     kill -s "$1" "${p%/environ}" 2>/dev/null
   done

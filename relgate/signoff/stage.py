@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 from relgate import __version__
 from relgate.core.errors import InputError
 from relgate.core.record import record
-from relgate.ledger.gitfacts import read_git_facts
+from relgate.ledger.gitfacts import start_git_facts
 from relgate.ledger.store import Ledger
 from relgate.manifest.schema import display_path
 from relgate.manifest.workspace import Workspace
@@ -77,10 +77,12 @@ def _checklist(ws: Workspace):  # type: ignore[no-untyped-def]
 def run_signoff(ws: Workspace, *, out_dir: Path | None = None, out: TextIO = sys.stdout) -> SignoffResult:
     checklist = _checklist(ws)
     out_dir = Path(out_dir) if out_dir is not None else default_out(ws)
-    facts = read_git_facts(ws.project.root)
+    git = start_git_facts(ws.project.root)  # the gits run while the ledger is opened and read
+    facts = None if Ledger.exists(ws.home) else git()  # a checkout git refuses makes no ledger
     with Ledger.open(ws.home) as ledger:
-        state = {"fingerprint": list(ledger.fingerprint()), "head": facts.commit, "dirty": facts.dirty,
-                 "manifests": _manifest_digest(ws)}
+        fingerprint, manifests = list(ledger.fingerprint()), _manifest_digest(ws)
+        facts = facts or git()
+        state = {"fingerprint": fingerprint, "head": facts.commit, "dirty": facts.dirty, "manifests": manifests}
         previous = _read_state(out_dir)
         if previous is not None and previous.get("state") == state and _files_match(out_dir, previous["files"]):
             print(f"sign-off for {facts.commit[:12]}: nothing new; {display_path(out_dir)} is up to date", file=out)
