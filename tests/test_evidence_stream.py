@@ -186,6 +186,7 @@ _HOSTILE = (
     b"\ta\tk\tv",  # an empty suite
     b"s\ta\t\tv",  # an empty key
     b"# a comment among the rows",
+    b"#s\ta\tk\tv",  # a comment shaped like a row
     b"",  # an empty line
     b"   ",  # a blank one
     b"s\ta\tk\tv\twith a tab",  # a tab in a value: well formed, not the usual shape
@@ -249,6 +250,21 @@ def test_a_bad_byte_anywhere_in_the_candidate_is_named(tmp_path: Path, where: st
     with pytest.raises(InputError) as reference:
         diff_cells(read_cells(base), read_cells(cand_path))
     assert str(fast.value) == str(reference.value)
+
+
+@pytest.mark.parametrize("at", [0, 10, 49])
+def test_a_comment_shaped_like_a_row_is_a_comment_in_the_candidate(tmp_path: Path, at: int) -> None:
+    from relgate.evidence.cells import _diff_files
+
+    rows = [b"s\ta\tk%d\t%d\n" % (i, i) for i in range(50)]
+    cand = list(rows)
+    cand.insert(at, b"#s\ta\tk\tv\n")  # the first row put aside, or the one the rest starts with
+    if at == 49:
+        cand[20:] = reversed(cand[20:])
+    base = _write(tmp_path, "base.cells", b"# relgate evidence\n" + b"".join(rows))
+    cand_path = _write(tmp_path, "cand.cells", b"# relgate evidence\n" + b"".join(cand))
+    assert _diff_files(base, cand_path) == diff_cells(read_cells(base), read_cells(cand_path))
+    assert _diff_files(base, cand_path).clean
 
 
 def test_unwritable_spill_folder_is_one_line_error(tmp_path: Path) -> None:

@@ -325,7 +325,8 @@ def _well_formed(data: bytes, start: int) -> bool:
         and not data.startswith(b"\t", start)
         and data.rfind(b"\n\t", start) < 0
         and data.rfind(b"\t\t", start) < 0
-        # no comment among the rows
+        # no comment among the rows (the first one included: ``start`` may be any row's)
+        and not data.startswith(b"#", start)
         and (data.find(b"#", start) < 0 or data.rfind(b"\n#", start) < 0)
     )
 
