@@ -17,7 +17,8 @@ from relgate.manifest.lanes import BUILTIN_LANE_DEFS, LanesSpec
 from relgate.manifest.options import RunOptions
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.workspace import Workspace
-from relgate.remote.pool import host_pool, start_facts
+from relgate.remote.pool import host_pool
+from relgate.run.facts import start_facts
 from relgate.run.flow import candidate_facts, finish, run_plan
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepNotRun, check_names, plan_host_checks, select_checks

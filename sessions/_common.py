@@ -71,15 +71,28 @@ def run_options(session: nox.Session, argv: Sequence[str] | None = None, *, name
     return holder[0]
 
 
-def stage_session(session: nox.Session, stage: Callable[..., Any], *stage_args: Any, names: bool = True,
+def stage_session(session: nox.Session, stage: Callable[..., Any] | str, *stage_args: Any, names: bool = True,
                   posargs: Sequence[str] | None = None) -> None:
     """A session that runs one engine stage with the run options after ``--``: green when
-    nothing failed (or only listed), red otherwise; bad input exits 2."""
+    nothing failed (or only listed), red otherwise; bad input exits 2.
+
+    A stage named by a string is one of :mod:`relgate.stages` that runs steps on the hosts:
+    the git facts and the local host's detection are begun once the workspace is loaded, so
+    their processes run while the engine is imported."""
     options = run_options(session, posargs, names=names)
     argv = ["nox", "-s", session.name, *session.posargs]
 
     def green(ws: Workspace) -> bool:
-        summary = stage(ws, *stage_args, argv=argv, options=options)
+        run = stage
+        if isinstance(run, str):
+            if not options.list_only:
+                from relgate.run.facts import start_facts
+
+                start_facts(ws)
+            import relgate.stages
+
+            run = getattr(relgate.stages, run)
+        summary = run(ws, *stage_args, argv=argv, options=options)
         return summary is None or summary.ok(require_all=options.require_all)
 
     run_stage(session, green)

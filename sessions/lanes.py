@@ -29,9 +29,7 @@ LANE_SESSIONS = {
 
 def _lane_session(lane: str, description: str) -> None:
     def session_func(session: nox.Session) -> None:
-        from relgate.stages import run_lane
-
-        stage_session(session, run_lane, lane)
+        stage_session(session, "run_lane", lane)
 
     session_func.__name__ = lane
     session_func.__doc__ = f"{lane} lane: {description}."
@@ -46,12 +44,10 @@ for _lane, _description in LANE_SESSIONS.items():
 @nox.session(python=False, name="lane", tags=["lanes"])
 def project_lane(session: nox.Session) -> None:
     """A project-defined lane: nox -s lane -- NAME [TARGET …] [--require-all] [--reuse]."""
-    from relgate.stages import run_lane
-
     if not session.posargs or session.posargs[0].startswith("-"):
         print("relgate: nox -s lane -- NAME [TARGET …]: name the lane first", file=sys.stderr)
         raise SystemExit(2)  # bad usage, like every other usage error
-    stage_session(session, run_lane, session.posargs[0], posargs=session.posargs[1:])
+    stage_session(session, "run_lane", session.posargs[0], posargs=session.posargs[1:])
 
 
 @nox.session(python=False, tags=["host", "lanes"])

@@ -29,8 +29,9 @@ from relgate.manifest.schema import did_you_mean
 from relgate.manifest.workspace import Workspace
 from relgate.remote.errors import SshError
 from relgate.run.executor import CommandRequest, CommandResult, Executor, LocalExecutor, LogSink
-from relgate.run.flow import candidate_facts, start_candidate_facts
-from relgate.run.hosts import Host, HostFacts, detect_local, start_detect_local
+from relgate.run.facts import host_key
+from relgate.run.flow import candidate_facts
+from relgate.run.hosts import Host, HostFacts, detect_local
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool
 
@@ -41,7 +42,7 @@ if TYPE_CHECKING:
 # The SSH side (paramiko, Fabric) is imported by the first SSH host's executor: a run on
 # local hosts only never pays for it.
 
-__all__ = ["host_pool", "start_facts", "RemotePool", "RemoteExecutor", "RunContext"]
+__all__ = ["host_pool", "RemotePool", "RemoteExecutor", "RunContext"]
 
 _DEFAULT_WORKDIR = "~/.relgate-work"
 
@@ -311,15 +312,6 @@ class RemotePool(HostPool):
                 executor.close()
 
 
-def start_facts(ws: Workspace) -> None:
-    """Begin what a run reads first, side by side: the candidate's git facts and every local
-    host's detection (nvidia-smi, nvcc). :func:`host_pool` and the run wait for them."""
-    start_candidate_facts(ws)
-    for spec in ws.hosts.values():
-        if spec.kind == "local":
-            ws.memo.start(("host", spec.name), lambda spec=spec: start_detect_local(spec))
-
-
 def host_pool(ws: Workspace, *, allow_hosts: Sequence[str] = (), connect: bool = True) -> RemotePool:
     """Every declared host; local ones detect their facts and get a local executor, SSH ones a
     remote executor that connects when first needed (``connect=False``: never, for a plan that
@@ -334,7 +326,7 @@ def host_pool(ws: Workspace, *, allow_hosts: Sequence[str] = (), connect: bool =
     for spec in ws.hosts.values():
         if spec.kind == "local":
             # once per invocation: the facts live on the workspace's memo
-            host = Host(spec=spec, facts=ws.memo.get(("host", spec.name), lambda spec=spec: detect_local(spec)))
+            host = Host(spec=spec, facts=ws.memo.get(host_key(spec.name), lambda spec=spec: detect_local(spec)))
             executors[host.name] = LocalExecutor(host)
         else:
             host = Host(spec=spec, facts=HostFacts(boards=spec.boards, driver=spec.driver, toolkit=spec.toolkit,

@@ -10,33 +10,29 @@ from pathlib import Path
 from typing import TextIO
 
 from relgate.core.verdict import Verdict
-from relgate.ledger.gitfacts import GitFacts, read_git_facts, start_git_facts, tree_is_dirty
+from relgate.ledger.gitfacts import GitFacts, read_git_facts, tree_is_dirty
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.options import RunOptions
 from relgate.manifest.schema import display_path
 from relgate.manifest.workspace import Workspace
 from relgate.run.console import ConsoleReporter, render_summary
+from relgate.run.facts import git_key
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool, RunSummary, run_steps
 
-__all__ = ["candidate_facts", "start_candidate_facts", "run_plan", "start_reports", "finish"]
+__all__ = ["candidate_facts", "run_plan", "start_reports", "finish"]
 
 
 def candidate_facts(ws: Workspace) -> GitFacts:
     """The candidate's git facts. HEAD is resolved once per invocation; whether the tree is
     dirty is read again for every later run, because an earlier session may have changed
     the tree (a record must never say clean about a dirty tree)."""
-    key = ("git", ws.project.root)
-    if key not in ws.memo:  # the first read (perhaps begun by start_candidate_facts)
+    key = git_key(ws.project.root)
+    if key not in ws.memo:  # the first read (perhaps begun by relgate.run.facts.start_facts)
         return ws.memo.get(key, lambda: read_git_facts(ws.project.root))
     facts: GitFacts = ws.memo.get(key, lambda: read_git_facts(ws.project.root))
     return replace(facts, dirty=tree_is_dirty(facts.toplevel))
-
-
-def start_candidate_facts(ws: Workspace) -> None:
-    """Begin the first :func:`candidate_facts` (its gits run meanwhile)."""
-    ws.memo.start(("git", ws.project.root), lambda: start_git_facts(ws.project.root))
 
 
 def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv: Sequence[str],
