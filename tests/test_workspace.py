@@ -165,6 +165,27 @@ def test_nox_host_gate_contract_detects_the_local_host_once(tinyinfer: Project, 
     assert "Ran 3 sessions" in done.stderr or "host: success" in done.stderr
 
 
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the local host detects it)")
+def test_listing_the_host_checks_detects_nothing(tinyinfer: Project, tmp_path: Path) -> None:
+    """The sessions begin the detection early, while the engine loads, but not for --list."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    _shim(bin_dir, "nvcc", calls)
+    _shim(bin_dir, "git", calls)
+    env = {**tinyinfer.env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    done = subprocess.run([sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", "host", "--", "--list"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "release-cpu" in done.stdout + done.stderr
+    assert not calls.exists(), calls.read_text()
+    ran = subprocess.run([sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", "host", "--", "cli-help"],
+                         env=env, capture_output=True, text=True, timeout=600)  # red: nothing is built here
+    assert "cli-help" in ran.stdout + ran.stderr and "Traceback" not in ran.stdout + ran.stderr
+    called = calls.read_text().splitlines()
+    assert called.count("--version") == 1 and any(c.startswith("-C ") and " status " in f" {c} " for c in called)
+
+
 def test_the_workspace_memo_detects_once_and_rereads_dirtiness(tinyinfer: Project) -> None:
     ws = Workspace.load(tinyinfer.root, manifests=tinyinfer.manifests, hosts=tinyinfer.hosts, home=tinyinfer.home)
     first = host_pool(ws)
