@@ -200,6 +200,38 @@ def test_the_workspace_memo_detects_once_and_rereads_dirtiness(tinyinfer: Projec
     assert ws.memo.counts[("git", ws.project.root)] == 1
 
 
+@pytest.mark.parametrize("where", ["root", "subfolder", "linked worktree", "GIT_DIR set", "core.worktree",
+                                   "detached", "untracked", "staged"])
+def test_one_status_says_what_rev_parse_and_status_say(tinyinfer: Project, tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    from relgate.ledger.gitfacts import _plain_toplevel, _start_two
+
+    path = tinyinfer.root
+    if where == "subfolder":
+        path = tinyinfer.root / "src"
+    elif where == "linked worktree":
+        path = tmp_path / "linked"
+        git(tinyinfer.root, "worktree", "add", "-q", "-b", "other", str(path))
+    elif where == "GIT_DIR set":
+        monkeypatch.setenv("GIT_DIR", str(tinyinfer.root / ".git"))
+    elif where == "core.worktree":
+        git(tinyinfer.root, "config", "core.worktree", str(tinyinfer.root))
+    elif where == "detached":
+        git(tinyinfer.root, "checkout", "-q", "--detach")
+    elif where == "untracked":
+        (tinyinfer.root / "new-file").write_text("x")
+    elif where == "staged":
+        (tinyinfer.root / "README.md").write_text("changed\n")
+        git(tinyinfer.root, "add", "README.md")
+    one_git = where not in ("GIT_DIR set", "core.worktree")
+    assert (_plain_toplevel(path) is not None) == one_git
+    facts = read_git_facts(path)
+    assert facts == _start_two(path)()  # rev-parse and status, as before
+    assert facts.toplevel == Path(git(path, "rev-parse", "--show-toplevel").strip())
+    assert facts.dirty == (where in ("untracked", "staged"))
+    assert facts.branch == {"linked worktree": "other", "detached": None}.get(where, "main")
+
+
 def test_git_facts_are_what_git_says(tinyinfer: Project, tmp_path: Path) -> None:
     facts = read_git_facts(tinyinfer.root / "src")
     assert facts.commit == git(tinyinfer.root, "rev-parse", "HEAD").strip()
