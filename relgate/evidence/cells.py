@@ -710,10 +710,17 @@ def _diff_bodies(bodies: list[tuple[bytes, int]]) -> EvidenceDiff | None:
     (base, ib), (cand, ic) = bodies
     bodies.clear()
     base_start, cand_start = ib, ic
-    lines = io.BytesIO(base)  # one line at a time: each is freed as soon as its key is cut out
-    lines.seek(base_start)
-    keys = list(map(itemgetter(0), map(bytes.rpartition, lines, repeat(b"\t"))))
-    del lines
+    rows: list[bytes] | None = None
+    if _key_of(base[ib : base.find(b"\n", ib)]) == _key_of(cand[ic : cand.find(b"\n", ic)]):  # in step, as usual
+        lines = io.BytesIO(base)  # one line at a time: each is freed as soon as its key is cut out
+        lines.seek(base_start)
+        keys = list(map(itemgetter(0), map(bytes.rpartition, lines, repeat(b"\t"))))
+        del lines
+    else:  # the orders may disagree from the start: the rows are kept for the sets below
+        rows = base.split(b"\n")
+        rows.pop()
+        del rows[: base.count(b"\n", 0, base_start)]
+        keys = list(map(itemgetter(0), map(bytes.rpartition, rows, repeat(b"\t"))))
     nb = len(keys)
     _prehash(keys)
     base_keys = set(keys)
@@ -782,13 +789,16 @@ def _diff_bodies(bodies: list[tuple[bytes, int]]) -> EvidenceDiff | None:
         return None
     del cand
     # Every base row is walked over as equal, put aside, or left in the rest.
-    if ib == base_start:  # the whole base, its header dropped
+    if ib == base_start and rows is not None:
+        rest_b = rows
+    elif ib == base_start:  # the whole base, its header dropped
         rest_b = base.split(b"\n")
+        rest_b.pop()
         del rest_b[: base.count(b"\n", 0, base_start)]
     else:
         rest_b = base[ib:].split(b"\n")
-    rest_b.pop()
-    del base
+        rest_b.pop()
+    del base, rows
     identical = nb - len(gone) - len(rest_b)
     if len(rest_b) > 1024 or len(rest_c) > 1024:
         _prehash(rest_b)
