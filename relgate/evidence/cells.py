@@ -40,13 +40,15 @@ cell when it can be avoided:
   of the same tests run again is written in the same order), so equal stretches compare
   in sequential C-level passes; a key present on one side only is stepped over; where
   the orders disagree, the rest is compared through a hash set of whole rows.
-- ``relgate evidence diff`` (:func:`diff_command`) of two usually-shaped captures stays in
-  bytes: the base is split once, for one set of its keys (which also proves that it
-  writes no cell twice); the candidate is compared with the base buffer to buffer, a
-  window at a time, and only rows that differ are cut out, put aside and, at the end,
-  compared as sets of whole lines (the candidate writes a cell twice exactly when a row
-  put aside shares its key with another, or with a base row that was matched). Anything
-  else (another shape, a cell written twice) goes through the reference path above.
+- ``relgate evidence diff`` (:func:`diff_command`) of a usually-shaped base stays in
+  bytes: the base is checked whole and keyed once, for one set of its keys (which also
+  proves that it writes no cell twice); the candidate is compared with the base buffer to
+  buffer, a window at a time, and only rows that differ are cut out, checked, put aside
+  and, at the end, compared as sets of whole lines (the candidate writes a cell twice
+  exactly when a row put aside shares its key with another, or with a base row that was
+  matched); rows walked over as equal are the base's, so they need no check of their own.
+  Anything else (another shape, a cell written twice, a bad candidate row) goes through the
+  reference path above.
 - ``relgate evidence accept`` and ``nox -s evidence`` never hold a whole capture: see
   :mod:`relgate.evidence.stream`.
 """
@@ -695,8 +697,8 @@ def _diff_bodies(bodies: list[tuple[bytes, int]]) -> EvidenceDiff | None:
     last write wins") or a candidate row it looks at is not well formed (the reference path
     names the line).
 
-    The base's rows were checked (:func:`_base_body`). Only the base is split into rows,
-    once, for one set of its keys (each key once, or None). The two buffers are then compared
+    The base's rows were checked (:func:`_base_body`). Only the base is keyed, once, for one
+    set of its keys (each key once, or None). The two buffers are then compared
     as they are, a window at a time, and only where they differ is a row cut out: a moved
     value (the same key on both sides) is put aside with its partner and the walk goes on; a
     row only the candidate has, or a base row that is gone here, is put aside and the walk
