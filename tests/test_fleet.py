@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from dataclasses import replace
 from pathlib import Path
 
@@ -143,11 +142,8 @@ def test_sshd_killed_mid_lane_that_host_is_error_with_its_partial_log_the_others
     victim = ns[1].sshd
 
     def kill_when_started() -> None:
-        for _ in range(600):
-            if (marks / "ns2").exists():
-                victim.stop()  # the listener and every session: the connection drops mid-command
-                return
-            time.sleep(0.05)
+        if wait_for((marks / "ns2").exists):
+            victim.stop()  # the listener and every session: the connection drops mid-command
 
     killer = threading.Thread(target=kill_when_started)
     killer.start()
@@ -264,11 +260,8 @@ command = "{_hang(tmp_path, 'leader', 'leading')}"
     marker = tmp_path / "leader.pid"
 
     def kill_worker_host() -> None:
-        for _ in range(600):
-            if marker.exists():
-                ns[3].sshd.stop()
-                return
-            time.sleep(0.05)
+        if wait_for(marker.exists):
+            ns[3].sshd.stop()
 
     killer = threading.Thread(target=kill_worker_host)
     killer.start()
@@ -475,10 +468,7 @@ every_host = ["gate"]
                              "--junit", str(junit)], env=project.env, cwd=project.root,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        for _ in range(600):
-            if len(list(marks.glob("*.pid"))) == 2:
-                break
-            time.sleep(0.05)
+        wait_for(lambda: len(list(marks.glob("*.pid"))) == 2)
         pids = sorted(marks.glob("*.pid"))
         assert len(pids) == 2, proc.communicate(timeout=60)
         running = json.loads(report.read_text())  # written at the start, as a local run's is
@@ -523,11 +513,7 @@ every_host = ["gate"]
     proc = subprocess.Popen([sys.executable, "-m", "relgate.cli", "lane", "gate"], env=project.env, cwd=project.root,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        for _ in range(600):
-            if pidfile.exists():
-                break
-            time.sleep(0.05)
-        assert pidfile.exists(), proc.communicate(timeout=60)
+        assert wait_for(pidfile.exists), proc.communicate(timeout=60)
         proc.send_signal(signal.SIGTERM)
         out, err = proc.communicate(timeout=60)  # not the 600 s the step would run
     finally:

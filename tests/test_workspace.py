@@ -150,13 +150,19 @@ def _shim(bin_dir: Path, tool: str, calls: Path) -> None:
     shim.chmod(shim.stat().st_mode | stat.S_IEXEC)
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the local host detects it)")
-def test_nox_host_gate_contract_detects_the_local_host_once(tinyinfer: Project, tmp_path: Path) -> None:
+def _shimmed(project: Project, tmp_path: Path, *tools: str) -> tuple[dict[str, str], Path]:
+    """The project's environment with logging shims of ``tools`` first on PATH, and their log."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    calls = tmp_path / "nvcc-calls"
-    _shim(bin_dir, "nvcc", calls)
-    env = {**tinyinfer.env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    calls = tmp_path / "calls"
+    for tool in tools:
+        _shim(bin_dir, tool, calls)
+    return {**project.env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}, calls
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the local host detects it)")
+def test_nox_host_gate_contract_detects_the_local_host_once(tinyinfer: Project, tmp_path: Path) -> None:
+    env, calls = _shimmed(tinyinfer, tmp_path, "nvcc")
     done = subprocess.run([sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", "host", "gate", "contract"],
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -168,12 +174,7 @@ def test_nox_host_gate_contract_detects_the_local_host_once(tinyinfer: Project, 
 @pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc on PATH (the local host detects it)")
 def test_listing_the_host_checks_detects_nothing(tinyinfer: Project, tmp_path: Path) -> None:
     """The sessions begin the detection early, while the engine loads, but not for --list."""
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    calls = tmp_path / "calls"
-    _shim(bin_dir, "nvcc", calls)
-    _shim(bin_dir, "git", calls)
-    env = {**tinyinfer.env, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}"}
+    env, calls = _shimmed(tinyinfer, tmp_path, "nvcc", "git")
     done = subprocess.run([sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", "host", "--", "--list"],
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout + done.stderr
