@@ -4,38 +4,18 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from relgate import __version__
-from relgate.core.errors import InputError, Interrupted, RelgateError
+from relgate.core.errors import InputError, guarded
 from relgate.ledger.store import Ledger
 from relgate.manifest.options import add_run_options, options_from
 from relgate.manifest.workspace import Workspace
 
 __all__ = ["main", "guarded"]
-
-
-def guarded(func: Callable[[], int]) -> int:
-    """Run ``func``; a :class:`RelgateError` becomes its lines on stderr and its exit code."""
-    try:
-        return func()
-    except RelgateError as exc:
-        for line in exc.lines():
-            print(f"relgate: {line}", file=sys.stderr)
-        return exc.exit_code
-    except Interrupted as exc:
-        print(f"relgate: interrupted by {exc}; the running step is recorded as error", file=sys.stderr)
-        return 128 + exc.signum
-    except KeyboardInterrupt:
-        print("relgate: interrupted", file=sys.stderr)
-        return 130
-    except BrokenPipeError:  # `relgate status | head`: the reader left, that is fine
-        sys.stdout = open(os.devnull, "w")
-        return 0
 
 
 class _Unused:

@@ -21,7 +21,7 @@ from relgate.remote.pool import host_pool
 from relgate.run.facts import start_facts
 from relgate.run.flow import candidate_facts, finish, run_plan
 from relgate.run.hosts import Host
-from relgate.run.plan import PlannedStep, StepNotRun, check_names, plan_host_checks, select_checks
+from relgate.run.plan import PlannedStep, StepNotRun, check_names, check_placement, plan_host_checks, select_checks
 from relgate.run.runner import RunSummary
 
 if TYPE_CHECKING:
@@ -49,8 +49,6 @@ def plan_host(ws: Workspace, *, names: Sequence[str] = ()) -> list[PlannedStep]:
     and ``git diff --check``, in that order; ``names`` select host checks and host-lane
     targets, and just those run. A host a release target or check names must be declared
     (else exit 2)."""
-    from relgate.remote.fleet import check_placement
-
     steps = _host_steps(ws, names=names)
     check_placement(ws, steps)
     return steps

@@ -45,7 +45,7 @@ def _exit(session: nox.Session, code: int) -> None:
 
 
 def guarded(func: Callable[[], int]) -> int:
-    from relgate.cli import guarded as engine_guarded
+    from relgate.core.errors import guarded as engine_guarded
 
     return engine_guarded(func)
 

@@ -246,6 +246,47 @@ def test_a_process_that_escapes_with_setsid_is_reported_and_stopped(tinyinfer: P
             pass
 
 
+@pytest.mark.parametrize(("first", "last", "made", "alive", "pid_max", "ring"), [
+    (5000, 5040, 40, 300, 32768, (5000, 5040)),  # the usual case: the pids since the step's own
+    (32000, 700, 1100, 300, 32768, (32000, 700)),  # the allocator wrapped: from 32000 round to 700
+    (5000, 5040, 16000, 800, 32768, None),  # so many new tasks it may have come round past 5000
+    (5000, 5040, 100, 31600, 32768, None),  # so many pids in use that skipping them may have too
+    (5000, 5040, -1, 300, 32768, None),  # a count that went back: nothing is assumed
+])
+def test_the_pids_a_step_can_have_made_are_a_ring_or_unknown(first: int, last: int, made: int, alive: int,
+                                                              pid_max: int, ring: tuple[int, int] | None) -> None:
+    from relgate.run.guard import ring as pid_ring
+
+    assert pid_ring(first, last, made=made, alive_before=alive, pid_max=pid_max) == ring
+
+
+def test_only_the_processes_made_since_the_mark_are_read_and_all_of_them_are_found(tmp_path: Path) -> None:
+    from relgate.run.guard import TAG_VAR, fork_mark, new_tag, tagged
+
+    tag = new_tag()
+    env = {**os.environ, TAG_VAR: tag}
+    before = subprocess.Popen(["sleep", "1000"], env=env, start_new_session=True)
+    mark = fork_mark()
+    after = subprocess.Popen(["sleep", "1000"], env=env, start_new_session=True)
+    try:
+        assert mark is not None  # this machine's /proc has the counts
+        # one that left its session, made by a process of the step (as a test's daemon is)
+        pidfile = tmp_path / "grandchild.pid"
+        subprocess.run(["sh", "-c", f"setsid sleep 1000 & echo $! > {pidfile}"], env=env, check=True)
+        grandchild = int(pidfile.read_text())
+        assert sorted(tagged(tag, since=(mark, after.pid))) == sorted([after.pid, grandchild])
+        assert sorted(tagged(tag)) == sorted([before.pid, after.pid, grandchild])  # without a mark: all
+        made, alive = mark
+        assert sorted(tagged(tag, since=((made - 10**9, alive), after.pid))) == sorted(
+            [before.pid, after.pid, grandchild])  # a count that says the pids went round: all are read
+    finally:
+        for proc in (before, after):
+            proc.kill()
+            proc.wait()
+        if pidfile.exists():
+            os.kill(int(pidfile.read_text()), signal.SIGKILL)
+
+
 def test_an_interrupted_run_leaves_no_stale_green_report(tinyinfer: Project, tmp_path: Path) -> None:
     report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
     extra = ("--report", str(report), "--junit", str(junit))

@@ -1,13 +1,17 @@
 """One exception base for everything a user can act on.
 
-Errors are rendered once, by the CLI or the session layer, as one line each.
+Errors are rendered once, by the CLI or the session layer, as one line each
+(:func:`guarded`).
 """
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
+from collections.abc import Callable
 
-__all__ = ["RelgateError", "InputError", "ManifestError", "ExecutionError", "Interrupted"]
+__all__ = ["RelgateError", "InputError", "ManifestError", "ExecutionError", "Interrupted", "guarded"]
 
 
 class RelgateError(Exception):
@@ -49,3 +53,22 @@ class Interrupted(BaseException):
     def __init__(self, signum: int) -> None:
         self.signum = signum
         super().__init__(signal.Signals(signum).name)
+
+
+def guarded(func: Callable[[], int]) -> int:
+    """Run ``func``; a :class:`RelgateError` becomes its lines on stderr and its exit code."""
+    try:
+        return func()
+    except RelgateError as exc:
+        for line in exc.lines():
+            print(f"relgate: {line}", file=sys.stderr)
+        return exc.exit_code
+    except Interrupted as exc:
+        print(f"relgate: interrupted by {exc}; the running step is recorded as error", file=sys.stderr)
+        return 128 + exc.signum
+    except KeyboardInterrupt:
+        print("relgate: interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `relgate status | head`: the reader left, that is fine
+        sys.stdout = open(os.devnull, "w")
+        return 0

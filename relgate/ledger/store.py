@@ -384,6 +384,8 @@ class Ledger:
 
     # -- schema ------------------------------------------------------------------------
     def _migrate(self) -> None:
+        if self.schema_version == SCHEMA_VERSION:  # the usual case: no write transaction to read it
+            return
         while True:  # one step per transaction, the version read inside it: safe under concurrency
             with self._tx():
                 version = self._conn.execute("PRAGMA user_version").fetchone()[0]
@@ -401,7 +403,11 @@ class Ledger:
     @contextmanager
     def _tx(self) -> Iterator[None]:
         """One write transaction; a database that cannot be written (a full disk, a
-        read-only file) is an :class:`ExecutionError` naming the file, never a traceback."""
+        read-only file) is an :class:`ExecutionError` naming the file, never a traceback.
+        Inside another one, it is part of that one (one commit for both)."""
+        if self._conn.in_transaction:
+            yield
+            return
         try:
             self._conn.execute("BEGIN IMMEDIATE")
             try:
@@ -471,8 +477,9 @@ class Ledger:
     def record_step(self, **kw: Any) -> int:
         """A step decided without running anything (skip, not-run): one row, final at once."""
         finish = {k: kw.pop(k) for k in ("verdict", "reason") if k in kw}
-        step_id = self.begin_step(log_path=None, **kw)
-        self.finish_step(step_id, exit_code=None, duration=0.0, **finish)
+        with self._tx():
+            step_id = self.begin_step(log_path=None, **kw)
+            self.finish_step(step_id, exit_code=None, duration=0.0, **finish)
         return step_id
 
     def steps(self, *, commit: str | None = None, run_id: str | None = None,

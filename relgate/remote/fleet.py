@@ -26,7 +26,6 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
-from relgate.core.errors import ManifestError
 from relgate.core.record import record
 from relgate.core.redact import redact_env
 from relgate.core.verdict import Verdict
@@ -35,16 +34,15 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import DEFAULT_WORKERS
 from relgate.manifest.options import RunOptions
-from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.workspace import Workspace
 from relgate.run.console import ConsoleReporter, render_summary
 from relgate.run.executor import Executor, Interrupted
 from relgate.run.flow import candidate_facts, start_reports
 from relgate.run.hosts import Host
-from relgate.run.plan import PlannedStep
+from relgate.run.plan import PlannedStep, check_placement
 from relgate.run.runner import HostPool, Reporter, RunSummary, StepOutcome, run_step, sigterm_interrupts
 
-__all__ = ["HostResult", "FleetResult", "spread", "run_fleet", "run_fleet_plan", "check_placement",
+__all__ = ["HostResult", "FleetResult", "spread", "run_fleet", "run_fleet_plan",
            "render_hosts"]
 
 
@@ -97,17 +95,6 @@ def spread(steps: Sequence[PlannedStep], hosts: Sequence[Host]) -> list[PlannedS
             continue
         out.extend(replace(step, name=f"{step.name}@{h.name}", host=h.name) for h in offering)
     return out
-
-
-def check_placement(ws: Workspace, steps: Sequence[PlannedStep]) -> None:
-    """A step pinned to a host no ``hosts/*.toml`` declares is a manifest error (exit 2)."""
-    problems = []
-    for step in steps:
-        if step.host is not None and step.host not in ws.hosts:
-            problems.append(f"{display_path(ws.builds.source)}: {step.name}: host: no host \"{step.host}\" in "
-                            f"{display_path(ws.hosts_dir)}{did_you_mean(step.host, ws.hosts)}")
-    if problems:
-        raise ManifestError(problems)
 
 
 class _Shared:

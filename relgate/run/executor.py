@@ -23,7 +23,7 @@ from typing import IO, Protocol
 from relgate.core.errors import InputError, Interrupted
 from relgate.core.record import record
 from relgate.core.redact import Redactor, argv_secrets, display_command, env_secrets, redact_env, shell_secrets
-from relgate.run.guard import TAG_VAR, describe, guardian, kill_pids, new_tag, tagged
+from relgate.run.guard import TAG_VAR, describe, fork_mark, guardian, kill_pids, new_tag, tagged
 from relgate.run.hosts import Host
 
 __all__ = [
@@ -227,6 +227,7 @@ class LocalExecutor:
             return CommandResult(**base)  # type: ignore[arg-type]
 
         args: list[str] | str = list(request.argv) if request.argv is not None else request.shell  # type: ignore[assignment]
+        mark = fork_mark()  # the command's processes are the ones made after it (see tagged)
         try:
             proc = subprocess.Popen(
                 args, shell=request.shell is not None, cwd=request.cwd, env=env,
@@ -248,6 +249,7 @@ class LocalExecutor:
             return result(spawn_error=message)
 
         self._guardian.watch(proc.pid, tag)
+        since = None if mark is None else (mark, proc.pid)
         pump = _Pump(proc, sink, tail, redact)
         reader = threading.Thread(target=pump.run, daemon=True)
         reader.start()
@@ -264,7 +266,7 @@ class LocalExecutor:
             if reader.is_alive():  # a straggler in the group still holds the pipe
                 _kill_group(proc, self._grace)
                 reader.join(timeout=2)
-            strays = tagged(tag)
+            strays = tagged(tag, since=since)
             if strays:  # escaped the group (setsid) and still alive: they do not outlive the step
                 described = tuple(describe(pid) for pid in strays)
                 kill_pids(strays)
@@ -278,7 +280,7 @@ class LocalExecutor:
             try:
                 _kill_group(proc, self._grace)  # a second stop here SIGKILLs at once and goes on up
             finally:
-                kill_pids(tagged(tag))
+                kill_pids(tagged(tag, since=since))
                 pump.close()
             raise
         finally:

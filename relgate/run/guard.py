@@ -11,7 +11,8 @@ registered (SIGTERM, then SIGKILL after a grace) and every process carrying the 
 The tag is an environment variable (``RELGATE_STEP=<token>``) every process of a step
 inherits; :func:`tagged` finds the ones still alive, also those that left the process group
 with ``setsid``, so they can be reported and stopped. A process that clears its own
-environment (``env -i``) and leaves the group is out of reach of both.
+environment (``env -i``) and leaves the group is out of reach of both. Only the processes
+created since the step began are read (see :func:`fork_mark`), not every process of the machine.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-__all__ = ["TAG_VAR", "new_tag", "tagged", "describe", "kill_pids", "Guardian", "guardian"]
+__all__ = ["TAG_VAR", "new_tag", "fork_mark", "ring", "tagged", "describe", "kill_pids", "Guardian", "guardian"]
 
 TAG_VAR = "RELGATE_STEP"
 
@@ -31,12 +32,85 @@ def new_tag() -> str:
     return os.urandom(16).hex()  # 32 hex digits, as uuid4().hex; importing uuid cost more than a step
 
 
-def tagged(tag: str) -> list[int]:
-    """Live processes (not zombies) whose environment carries ``RELGATE_STEP=tag``."""
+# Which processes a step can have made, without reading every process of the machine after
+# every command (≈2–3 µs a process on the 2-core machine; a GPU box lists a thousand or more,
+# its kernel threads included). The kernel hands out pids in rising order, wrapping at
+# pid_max (32768 on many machines) to the low ones and skipping pids in use, so every process
+# made after the step's own (pid P) has a pid in the ring from P up to the last one handed out
+# (/proc/loadavg), as long as the allocator did not come round past P again. Between two reads
+# of the kernel's count of tasks made (/proc/stat "processes", threads included), it moved
+# past at most the new tasks and the pids in use, which are at most the tasks alive at the
+# start (/proc/loadavg) and the new ones: while twice the new tasks and the tasks alive at the
+# start stay below pid_max, less a margin, the ring holds them all. Otherwise, or when
+# anything cannot be read, every process is read.
+_RING_MARGIN = 1024  # the pids below 300 the kernel skips on a wrap, tasks being made as it is read
+
+
+def fork_mark() -> tuple[int, int] | None:
+    """The kernel's count of the tasks it made so far and of those alive now, read just before
+    a step starts (None where they cannot be read: :func:`tagged` then reads every process)."""
+    try:
+        if os.readlink("/proc/self") != str(os.getpid()):  # a /proc of another pid namespace
+            return None
+        return _made(), _loadavg()[1]
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def _made() -> int:
+    """How many tasks (processes and threads) the kernel made since it started."""
+    with open("/proc/stat", "rb") as fh:
+        return int(fh.read().split(b"\nprocesses ", 1)[1].split(None, 1)[0])
+
+
+def _loadavg() -> tuple[int, int]:
+    """The last pid handed out and the number of tasks alive, from /proc/loadavg."""
+    with open("/proc/loadavg", "rb") as fh:
+        fields = fh.read().split()
+    return int(fields[4]), int(fields[3].split(b"/")[1])
+
+
+def _pid_max() -> int:
+    with open("/proc/sys/kernel/pid_max", "rb") as fh:
+        return int(fh.read())
+
+
+def ring(first: int, last: int, *, made: int, alive_before: int, pid_max: int) -> tuple[int, int] | None:
+    """The pids the tasks made since a mark can have: ``(first, last)``, from the first pid made
+    after the mark up to the last one handed out, wrapping when ``last < first``; None when
+    ``made`` tasks since the mark (with ``alive_before`` alive at it) may have taken the
+    allocator round past ``first`` again."""
+    if made < 0 or 2 * made + alive_before >= pid_max - _RING_MARGIN:
+        return None
+    return first, last
+
+
+def _in_ring(pid: int, span: tuple[int, int]) -> bool:
+    first, last = span
+    return first <= pid <= last if first <= last else pid >= first or pid <= last
+
+
+def _span_since(since: tuple[tuple[int, int], int] | None) -> tuple[int, int] | None:
+    if since is None:
+        return None
+    (made_before, alive_before), first = since
+    try:
+        made = _made()
+        last, _alive = _loadavg()
+        return ring(first, last, made=made - made_before, alive_before=alive_before, pid_max=_pid_max())
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def tagged(tag: str, *, since: tuple[tuple[int, int], int] | None = None) -> list[int]:
+    """Live processes (not zombies) whose environment carries ``RELGATE_STEP=tag``; with
+    ``since`` (the :func:`fork_mark` read before the step started, and the step's pid), only
+    the processes created since are read."""
     needle = f"{TAG_VAR}={tag}".encode()
     found = []
+    span = _span_since(since)
     for name in os.listdir("/proc"):  # runs after every command: plain reads, the environment first
-        if not name.isdigit():
+        if not name.isdigit() or (span is not None and not _in_ring(int(name), span)):
             continue
         try:
             with open(f"/proc/{name}/environ", "rb") as fh:

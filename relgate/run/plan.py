@@ -5,11 +5,18 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
+from relgate.core.errors import ManifestError
 from relgate.core.record import record
+from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.specs import AllowRule, BuildsSpec, Check, CommandSpec, StepOptions
 
-__all__ = ["PlannedStep", "StepNotRun", "StepFailed", "plan_host_checks", "check_names", "select_checks"]
+if TYPE_CHECKING:
+    from relgate.manifest.workspace import Workspace
+
+__all__ = ["PlannedStep", "StepNotRun", "StepFailed", "plan_host_checks", "check_names", "select_checks",
+           "check_placement"]
 
 
 class StepNotRun(Exception):
@@ -111,3 +118,14 @@ def _diff_check(name: str, builds: BuildsSpec, root: Path, lane: str, opts: Step
     """``git diff --check`` of the working tree against HEAD (or against ``host.diff_base``)."""
     cmd = CommandSpec(argv=("git", "diff", "--check", builds.diff_base or "HEAD", "--"))
     return _step(name, (cmd,), root, opts, lane=lane)
+
+
+def check_placement(ws: Workspace, steps: Sequence[PlannedStep]) -> None:
+    """A step pinned to a host no ``hosts/*.toml`` declares is a manifest error (exit 2)."""
+    problems = []
+    for step in steps:
+        if step.host is not None and step.host not in ws.hosts:
+            problems.append(f"{display_path(ws.builds.source)}: {step.name}: host: no host \"{step.host}\" in "
+                            f"{display_path(ws.hosts_dir)}{did_you_mean(step.host, ws.hosts)}")
+    if problems:
+        raise ManifestError(problems)
