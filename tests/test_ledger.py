@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conftest import NOXFILE, Project
-from relgate.core.errors import InputError
+from relgate.core.errors import InputError, RelgateError
 from relgate.core.verdict import Verdict
 from relgate.ledger.store import _MIGRATIONS, SCHEMA_VERSION, UNFINISHED_REASON, Ledger
 
@@ -339,6 +339,26 @@ def test_a_ledger_damaged_after_its_check_is_refused(tmp_path: Path, monkeypatch
     with pytest.raises(InputError, match="not a healthy SQLite ledger"):
         Ledger.open(home)
     assert db.read_bytes() == before
+
+
+@pytest.mark.parametrize("read", [
+    lambda ledger: ledger.steps(),
+    lambda ledger: ledger.fingerprint(),
+    lambda ledger: ledger.record_step(run_id="r", session="s", step="late", lane=None, target=None, host="local",
+                                      board=None, driver=None, toolkit=None, commit="c" * 40, dirty=False,
+                                      command="true", cwd=None, env={}, verdict=Verdict.SKIP, reason="late"),
+], ids=["read", "fingerprint", "write"])
+def test_a_ledger_damaged_while_it_is_open_is_one_line_not_a_traceback(tmp_path: Path, read) -> None:  # noqa: ANN001
+    home = tmp_path / "home"
+    db = _filled_ledger(home)
+    with Ledger.open(home) as ledger:  # healthy when opened
+        _damage_garbage(db)  # then broken under it, as by another program or a failing disk
+        ledger._conn.execute("PRAGMA shrink_memory")  # its pages are read again from the file
+        with pytest.raises(RelgateError) as caught:
+            read(ledger)
+    message = str(caught.value)
+    assert str(db) in message and "\n" not in message
+    assert "malformed" in message or "not a database" in message or "cannot write the ledger" in message, message
 
 
 def test_a_ledger_with_frames_in_its_wal_is_always_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -18,14 +18,15 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from datetime import datetime, timezone
 from pathlib import Path
+from types import FunctionType
 from typing import Any
 
-from relgate.core.errors import ExecutionError, InputError
+from relgate.core.errors import ExecutionError, InputError, RelgateError
 from relgate.core.record import record
 from relgate.core.verdict import Verdict
 from relgate.ledger.identity import ProjectIdentity
@@ -321,6 +322,48 @@ class DecisionRow:
     created: str
 
 
+def _sqlite_reported(cls: type) -> type:
+    """Every public method of ``cls``: SQLite's word that the file is damaged or cannot be
+    used, wherever it comes (a page found broken mid-run, a disk that failed), becomes the
+    one line that names the ledger (:func:`_reported`) instead of a traceback."""
+    for name, value in list(vars(cls).items()):
+        if not name.startswith("_") and isinstance(value, FunctionType):
+            setattr(cls, name, _reporting(value))
+    return cls
+
+
+def _reporting(func: Callable[..., Any]) -> Callable[..., Any]:
+    def method(self: Ledger, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(self, *args, **kwargs)
+        except sqlite3.Error as exc:
+            reported = _reported(self.home / "ledger.sqlite3", exc)
+            if reported is None:
+                raise
+            raise reported from None
+
+    method.__name__, method.__qualname__, method.__doc__ = func.__name__, func.__qualname__, func.__doc__
+    method.__wrapped__ = func  # type: ignore[attr-defined]
+    return method
+
+
+# SQLite's result codes (sqlite3.Error.sqlite_errorname) for a file that is damaged, and for
+# one that cannot be read or written now; any other error is relgate's own bug: a traceback.
+_DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+_UNUSABLE = ("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_BUSY",
+             "SQLITE_LOCKED")
+
+
+def _reported(db: Path, exc: sqlite3.Error) -> RelgateError | None:
+    name = getattr(exc, "sqlite_errorname", None) or ""
+    if type(exc) is sqlite3.DatabaseError or name.startswith(_DAMAGED):
+        return _unhealthy(db, str(exc))
+    if name.startswith(_UNUSABLE):
+        return ExecutionError(f"{db}: cannot use the ledger: {exc}")
+    return None
+
+
+@_sqlite_reported
 class Ledger:
     """A connection to the ledger database under ``home``; use :meth:`open`."""
 
