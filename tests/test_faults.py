@@ -274,6 +274,8 @@ def test_only_the_processes_made_since_the_mark_are_read_and_all_of_them_are_fou
         pidfile = tmp_path / "grandchild.pid"
         subprocess.run(["sh", "-c", f"setsid sleep 1000 & echo $! > {pidfile}"], env=env, check=True)
         grandchild = int(pidfile.read_text())
+        # read once it is sleep: a process in the middle of an exec shows no environment yet
+        assert wait_for(lambda: Path(f"/proc/{grandchild}/cmdline").read_bytes().startswith(b"sleep\0"))
         assert sorted(tagged(tag, since=(mark, after.pid))) == sorted([after.pid, grandchild])
         assert sorted(tagged(tag)) == sorted([before.pid, after.pid, grandchild])  # without a mark: all
         made, alive = mark

@@ -322,22 +322,22 @@ class DecisionRow:
     created: str
 
 
-def _sqlite_reported(cls: type) -> type:
+def _sqlite_errors_reported(cls: type) -> type:
     """Every public method of ``cls``: SQLite's word that the file is damaged or cannot be
     used, wherever it comes (a page found broken mid-run, a disk that failed), becomes the
-    one line that names the ledger (:func:`_reported`) instead of a traceback."""
+    one line that names the ledger (:func:`_as_relgate_error`) instead of a traceback."""
     for name, value in list(vars(cls).items()):
         if not name.startswith("_") and isinstance(value, FunctionType):
-            setattr(cls, name, _reporting(value))
+            setattr(cls, name, _reporting_sqlite_errors(value))
     return cls
 
 
-def _reporting(func: Callable[..., Any]) -> Callable[..., Any]:
+def _reporting_sqlite_errors(func: Callable[..., Any]) -> Callable[..., Any]:
     def method(self: Ledger, *args: Any, **kwargs: Any) -> Any:
         try:
             return func(self, *args, **kwargs)
         except sqlite3.Error as exc:
-            reported = _reported(self.home / "ledger.sqlite3", exc)
+            reported = _as_relgate_error(self.home / "ledger.sqlite3", exc)
             if reported is None:
                 raise
             raise reported from None
@@ -354,7 +354,7 @@ _UNUSABLE = ("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY"
              "SQLITE_LOCKED")
 
 
-def _reported(db: Path, exc: sqlite3.Error) -> RelgateError | None:
+def _as_relgate_error(db: Path, exc: sqlite3.Error) -> RelgateError | None:
     name = getattr(exc, "sqlite_errorname", None) or ""
     if type(exc) is sqlite3.DatabaseError or name.startswith(_DAMAGED):
         return _unhealthy(db, str(exc))
@@ -363,7 +363,7 @@ def _reported(db: Path, exc: sqlite3.Error) -> RelgateError | None:
     return None
 
 
-@_sqlite_reported
+@_sqlite_errors_reported
 class Ledger:
     """A connection to the ledger database under ``home``; use :meth:`open`."""
 
