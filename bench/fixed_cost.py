@@ -16,8 +16,13 @@ With ``--against DIR`` another checkout's ``nox -s host`` (its own noxfile, sess
 engine; its own ledger home) runs in the same rounds, so two versions are compared on one
 machine state.
 
-After the first nox run the ledger must hold exactly one passed step (``true``), or the
-comparison is void (exit 1). This is a measurement, not a test.
+With ``--ledger-steps N`` each ledger home first holds N finished steps (runs of 50, each
+with a 2 KB tail, as a project's ledger grows; written by that checkout's own engine): what
+a mature ledger adds to every run (its full check, ``PRAGMA quick_check``, runs on every
+open after a run wrote to it).
+
+After the first nox run the ledger's last run must hold exactly one passed step (``true``)
+and the skipped one, or the comparison is void (exit 1). This is a measurement, not a test.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
@@ -66,11 +72,38 @@ def _project(tmp: Path, *, compile_each_run: bool) -> dict[str, str]:
     return env
 
 
+# Fills a ledger home with finished steps through a checkout's own engine (argv: home, steps).
+_FILL = """
+import sys
+from pathlib import Path
+from relgate.core.verdict import Verdict
+from relgate.ledger.store import Ledger
+home, steps = Path(sys.argv[1]), int(sys.argv[2])
+with Ledger.open(home) as ledger:
+    for first in range(0, steps, 50):
+        run = ledger.begin_run(session="host", argv=["nox", "-s", "host"], project="earlier",
+                               project_root=Path("/nonexistent"), commit="e" * 40, branch="main", dirty=False)
+        for n in range(first, min(first + 50, steps)):
+            step = ledger.begin_step(run_id=run, session="host", step=f"check-{n % 50}", lane=None, target=None,
+                                     host="local", board=None, driver=None, toolkit=None, commit="e" * 40,
+                                     dirty=False, command="make -j8 all", cwd="/nonexistent", env={}, log_path=None)
+            ledger.finish_step(step, verdict=Verdict.PASS, reason=None, exit_code=0, duration=1.0,
+                               tail="x" * 2000)
+        ledger.finish_run(run, "ok")
+"""
+
+
+def _fill_ledger(home: Path, steps: int, checkout: Path) -> None:
+    subprocess.run([sys.executable, "-c", _FILL, str(home), str(steps)], check=True,
+                   env={**os.environ, "PYTHONPATH": str(checkout)})
+
+
 def _check_ledger(home: Path) -> str | None:
     import sqlite3
 
     with sqlite3.connect(home / "ledger.sqlite3") as db:
-        rows = db.execute("SELECT step, verdict FROM steps ORDER BY id").fetchall()
+        rows = db.execute("SELECT step, verdict FROM steps WHERE run_id = (SELECT id FROM runs"
+                          " WHERE project = 'tiny' ORDER BY started DESC, rowid DESC LIMIT 1) ORDER BY id").fetchall()
     wanted = [("true", "pass"), ("git-diff-check", "skip")]
     return None if rows == wanted else f"ledger holds {rows}, expected {wanted}"
 
@@ -81,6 +114,8 @@ def main() -> int:
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--compile-each-run", action="store_true",
                     help="keep PYTHONDONTWRITEBYTECODE from the environment (every run recompiles relgate)")
+    ap.add_argument("--ledger-steps", type=int, default=0, metavar="N",
+                    help="fill each ledger home with N finished steps first (a mature ledger)")
     ap.add_argument("--against", type=Path, metavar="DIR",
                     help="another relgate checkout whose `nox -s host` runs in the same rounds")
     args = ap.parse_args()
@@ -102,6 +137,10 @@ def main() -> int:
             # its noxfile puts its own folder first on sys.path: its sessions import its engine
             sides["against host"] = [*nox, "-f", str(args.against.resolve() / "noxfile.py"), "-s", "host"]
             envs["against host"] = {**env, "RELGATE_HOME": str(tmp / "home-against")}
+        if args.ledger_steps:
+            _fill_ledger(Path(env["RELGATE_HOME"]), args.ledger_steps, REPO)
+            if args.against is not None:
+                _fill_ledger(Path(envs["against host"]["RELGATE_HOME"]), args.ledger_steps, args.against.resolve())
         times: dict[str, list[float]] = {k: [] for k in sides}
         cpus: dict[str, list[float]] = {k: [] for k in sides}
         for round_no in range(args.warmup + args.rounds):
