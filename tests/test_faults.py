@@ -289,6 +289,27 @@ def test_only_the_processes_made_since_the_mark_are_read_and_all_of_them_are_fou
             os.kill(int(pidfile.read_text()), signal.SIGKILL)
 
 
+@pytest.mark.parametrize("via", ["relgate", "nox"])
+def test_a_ledger_damaged_between_runs_is_refused_before_anything_runs(tinyinfer: Project, tmp_path: Path,
+                                                                       via: str) -> None:
+    marker = tmp_path / "ran"
+    one_check(tinyinfer, f"touch {marker}")
+    first = tinyinfer.relgate("host")
+    assert first.returncode == 0, first.stdout + first.stderr
+    marker.unlink()
+    db = tinyinfer.home / "ledger.sqlite3"
+    data = bytearray(db.read_bytes())
+    data[4096:] = os.urandom(len(data) - 4096)  # garbage over every page but the header
+    db.write_bytes(bytes(data))
+    before = db.read_bytes()
+    done = tinyinfer.relgate("host") if via == "relgate" else tinyinfer.nox("host")
+    out = done.stdout + done.stderr
+    assert done.returncode == 2, out
+    assert "Traceback" not in out and f"{db}: not a healthy SQLite ledger" in out
+    assert not marker.exists()  # nothing ran
+    assert db.read_bytes() == before  # nothing wrote into it
+
+
 def test_an_interrupted_run_leaves_no_stale_green_report(tinyinfer: Project, tmp_path: Path) -> None:
     report, junit = tmp_path / "report.json", tmp_path / "junit.xml"
     extra = ("--report", str(report), "--junit", str(junit))
