@@ -41,7 +41,10 @@ GOAL_RATIO = 4.0
 RELGATE = """\
 import resource, sys
 from pathlib import Path
-from relgate.evidence.cells import diff_command
+try:
+    from relgate.evidence.cells import diff_command
+except ImportError:  # a checkout from before the stage layout (--against)
+    from relgate.evidence import diff_command
 code = diff_command(Path(sys.argv[1]), Path(sys.argv[2]), as_json=False, out=sys.stdout)
 sys.stdout.flush()
 print(f"peak_kib {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}", file=sys.stderr)
