@@ -268,10 +268,10 @@ def test_only_the_processes_made_since_the_mark_are_read_and_all_of_them_are_fou
     before = subprocess.Popen(["sleep", "1000"], env=env, start_new_session=True)
     mark = fork_mark()
     after = subprocess.Popen(["sleep", "1000"], env=env, start_new_session=True)
+    pidfile = tmp_path / "grandchild.pid"
     try:
         assert mark is not None  # this machine's /proc has the counts
         # one that left its session, made by a process of the step (as a test's daemon is)
-        pidfile = tmp_path / "grandchild.pid"
         subprocess.run(["sh", "-c", f"setsid sleep 1000 & echo $! > {pidfile}"], env=env, check=True)
         grandchild = int(pidfile.read_text())
         # read once it is sleep: a process in the middle of an exec shows no environment yet
