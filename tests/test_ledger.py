@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import NOXFILE, Project
+from conftest import NOXFILE, Project, pid_gone, wait_for
 from relgate.core.errors import InputError, RelgateError
 from relgate.core.verdict import Verdict
 from relgate.ledger.store import _MIGRATIONS, SCHEMA_VERSION, UNFINISHED_REASON, Ledger
@@ -31,21 +31,9 @@ run = "true"
 
 
 def _wait_for(path: Path, what: str) -> int:
-    for _ in range(600):  # bounded: at most ~60 s, normally well under one
-        if path.exists() and path.read_text().strip():
-            return int(path.read_text())
-        time.sleep(0.1)
-    raise AssertionError(f"{what} never appeared")
-
-
-def _gone(pid: int) -> bool:
-    for _ in range(100):
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return True
-        time.sleep(0.1)
-    return False
+    """The pid the step wrote into ``path``, once it has (conftest's bound turns a hang into a failure)."""
+    assert wait_for(lambda: path.exists() and path.read_text().strip() != ""), f"{what} never appeared"
+    return int(path.read_text())
 
 
 def _with_slow_step(project: Project, pidfile: Path) -> None:
@@ -72,7 +60,7 @@ def test_sigterm_mid_step_records_error_and_kills_the_step(tinyinfer: Project, t
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 128 + signal.SIGTERM, out
     assert "Traceback" not in out
-    assert _gone(child), "the step's process outlived relgate"
+    assert wait_for(lambda: pid_gone(child)), "the step's process outlived relgate"
     rows = _rows(tinyinfer)
     assert rows["slow"]["verdict"] == "error"
     assert rows["slow"]["reason"] == "interrupted by SIGTERM while running"
