@@ -8,7 +8,6 @@ import re
 import socket
 import subprocess
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -160,8 +159,7 @@ def test_a_dropped_connection_is_an_error_with_the_partial_log_and_ends_the_remo
     sink = Sink()
 
     def kill_when_started() -> None:
-        while "started" not in sink.text:
-            time.sleep(0.05)
+        wait_for(lambda: "started" in sink.text)  # then (or after the shared bound, and the test fails) cut it
         sshd.kill_sessions()
         sshd.stop()  # and nobody to reconnect to: the host's watchdog ends the group
 
