@@ -5,6 +5,7 @@
     boards = ["host:local"]            # the boards in scope (a host without a board: host:NAME)
     backend_boards = { cuda = ["NVIDIA H200"] }   # optional: a backend's items are checked there
     backends = ["cpu"]                 # the backends in scope
+    known_backends = ["hexagon"]       # optional: backends of this project beyond KNOWN_BACKENDS
     notes = ["CHANGELOG.md"]           # release-notes files (default: project.changelog)
     tag_requires = ["ci-green", "maintainer-approval"]   # attested before `nox -s tag`
 
@@ -27,23 +28,34 @@
     id = "ci-green"
     title = "CI is green on the release commit"
     manual = true
+
+Every name that refers to something is checked at load (exit 2, with a did-you-mean): a
+backend (``release.backends``, ``backend_boards``' keys, ``applies``) must be one of
+:data:`KNOWN_BACKENDS` or ``known_backends`` (a typo such as ``applies = ["cdua"]`` would
+otherwise make the item not-applicable: a green nobody earned); an item's ``boards`` must be
+boards of the release; a ``host:NAME`` board must name a declared host; ``tag_requires``
+must name manual items.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from relgate.core.record import record
 from relgate.manifest.schema import Checker, did_you_mean
 
-__all__ = ["AUTO_KINDS", "ChecklistItem", "ReleaseSpec", "ChecklistSpec", "parse_checklist"]
+__all__ = ["AUTO_KINDS", "KNOWN_BACKENDS", "ChecklistItem", "ReleaseSpec", "ChecklistSpec", "parse_checklist"]
 
 # kind → whether it takes an argument after the colon
 AUTO_KINDS = {"session": True, "lane": True, "evidence": False, "package": False, "publish": False,
               "measure": True, "quality": True, "warnings": False}
+# The backends a checklist may name without declaring them (``known_backends`` adds others).
+KNOWN_BACKENDS = ("cpu", "cuda", "rocm", "hip", "metal", "mps", "vulkan", "opencl", "sycl", "oneapi", "directml",
+                  "webgpu", "wasm", "tpu", "xla", "npu", "coreml", "tensorrt", "openmp", "mpi", "avx2", "avx512",
+                  "neon", "sve")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
@@ -102,30 +114,58 @@ class ChecklistSpec:
         return next((i for i in self.items if i.id == item_id), None)
 
 
+def _check_names(c: Checker, key: str, names: Iterable[str], known: Iterable[str], what: str, fix: str) -> None:
+    """Each of ``names`` (the list at ``key``) must be one of ``known``: else a problem, with a did-you-mean."""
+    known = tuple(known)
+    for j, name in enumerate(names):
+        if name not in known:
+            c.problem(f"{key}[{j}]", f'unknown {what} "{name}"{did_you_mean(name, known)} ({fix})')
+
+
+def _check_hosts(c: Checker, key: str, boards: Iterable[str], hosts: tuple[str, ...] | None) -> None:
+    """A ``host:NAME`` board names a declared host."""
+    if hosts is None:
+        return
+    for j, board in enumerate(boards):
+        if board.startswith("host:") and board[5:] not in hosts:
+            name = board[5:]
+            c.problem(f"{key}[{j}]", f'"{board}": no host "{name}" is declared'
+                                     f"{did_you_mean(name, hosts)} (hosts: {', '.join(sorted(hosts))})")
+
+
 def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", changelog: str = "CHANGELOG.md",
-                    measures: tuple[str, ...] | None = None, quality: tuple[str, ...] | None = None
-                    ) -> ChecklistSpec:
-    """``measures``/``quality``: the names measurements.toml declares (None: not checked)."""
+                    measures: tuple[str, ...] | None = None, quality: tuple[str, ...] | None = None,
+                    hosts: tuple[str, ...] | None = None) -> ChecklistSpec:
+    """``measures``/``quality``: the names measurements.toml declares; ``hosts``: the declared
+    hosts' names, for ``host:NAME`` boards (None: not checked)."""
     c = Checker(path)
     c.keys(data, "", ("release", "item"), required=("release", "item"))
     rel = c.get(data, "", "release", dict, {})
-    c.keys(rel, "release", ("version", "boards", "backends", "notes", "tag_requires", "backend_boards"),
-           required=("boards",))
+    c.keys(rel, "release", ("version", "boards", "backends", "known_backends", "notes", "tag_requires",
+                            "backend_boards"), required=("boards",))
     boards = tuple(c.string_list(rel, "release", "boards"))
     if "boards" in rel and not boards:
         c.problem("release.boards", "name at least one board (a host without a board: \"host:NAME\")")
+    _check_hosts(c, "release.boards", boards, hosts)
+    known = tuple(dict.fromkeys([*KNOWN_BACKENDS, *c.string_list(rel, "release", "known_backends", blank=False)]))
+    declare = "declare a backend of your own in release.known_backends"
     backends = tuple(c.string_list(rel, "release", "backends"))
+    _check_names(c, "release.backends", backends, known, "backend", declare)
     backend_boards: list[tuple[str, tuple[str, ...]]] = []
     table = c.get(rel, "release", "backend_boards", dict, {})
     for backend, value in table.items():
         key = f"release.backend_boards.{backend}"
-        if backends and backend not in backends:
+        if backend not in known:
+            c.problem(key, f'unknown backend "{backend}"{did_you_mean(backend, known)} ({declare})')
+        elif backends and backend not in backends:
             c.problem(key, f'"{backend}" is not one of the release\'s backends ({", ".join(backends)})'
                            f"{did_you_mean(backend, backends)}")
         listed = tuple(c.string_list(table, "release.backend_boards", backend, blank=False))
         if isinstance(value, list) and not value:
             c.problem(key, "name at least one board, or leave the backend out (it is then checked on release.boards)")
+        _check_hosts(c, key, listed, hosts)
         backend_boards.append((backend, listed))
+    release_boards = tuple(dict.fromkeys([*boards, *(b for _, bs in backend_boards for b in bs)]))
     items: list[ChecklistItem] = []
     seen: set[str] = set()
     for i, t in c.array_of_tables(data, "", "item").items():
@@ -155,13 +195,17 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
             elif kind == "quality" and quality is not None and arg not in quality:
                 c.problem(f"{prefix}.auto", f"measurements.toml declares no quality.{arg}{did_you_mean(arg, quality)}")
         applies = tuple(c.string_list(t, prefix, "applies"))
+        _check_names(c, f"{prefix}.applies", applies, known, "backend", declare)
+        item_boards = tuple(c.string_list(t, prefix, "boards")) if "boards" in t else None
+        _check_names(c, f"{prefix}.boards", item_boards or (), release_boards, "board",
+                     "an item's boards are boards of the release: release.boards or release.backend_boards")
         not_validated = c.get(t, prefix, "not_validated", str)
         if not_validated is not None and not not_validated.strip():
             c.problem(f"{prefix}.not_validated", "must hold the text the release notes carry")
         items.append(ChecklistItem(id=item_id, title=c.get(t, prefix, "title", str, ""), auto=auto,
                                    targets=tuple(c.string_list(t, prefix, "targets")), applies=applies,
                                    not_validated=not_validated,
-                                   boards=tuple(c.string_list(t, prefix, "boards")) if "boards" in t else None))
+                                   boards=item_boards))
     default_tag = tuple(i for i in ("ci-green", "maintainer-approval") if i in seen)
     tag_requires = tuple(c.string_list(rel, "release", "tag_requires")) if "tag_requires" in rel else default_tag
     for j, item_id in enumerate(tag_requires):

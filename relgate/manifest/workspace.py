@@ -84,15 +84,6 @@ class Workspace:
             from relgate.manifest.measures import parse_measurements
 
             measurements = _load(mdir / "measurements.toml", parse_measurements, problems)
-        if project is not None and (mdir / "checklist.toml").exists():
-            from relgate.manifest.checklist import parse_checklist
-
-            names = (tuple(measurements.measures), tuple(measurements.quality)) if measurements else ((), ())
-            checklist = _collect(lambda: parse_checklist(
-                read_toml(mdir / "checklist.toml"), path=mdir / "checklist.toml", version=project.version,
-                changelog=str(project.changelog.relative_to(project.root)) if project.changelog else "CHANGELOG.md",
-                measures=names[0], quality=names[1]),
-                problems)
         host_specs: dict[str, HostSpec] = {}
         for path in sorted(hdir.glob("*.toml")):
             spec = _load(path, parse_host, problems)
@@ -102,6 +93,18 @@ class Workspace:
                 problems.append(f"{display_path(path)}: host.name: duplicate host \"{spec.name}\" "
                                 f"(also in {display_path(host_specs[spec.name].source)})")
             host_specs[spec.name] = spec
+        if project is not None and (mdir / "checklist.toml").exists():
+            from relgate.manifest.checklist import parse_checklist
+
+            # "host:NAME" boards name a declared host (or the built-in local one)
+            local = () if any(h.kind == "local" for h in host_specs.values()) else (LOCAL_HOST.name,)
+            host_names = (*host_specs, *local)
+            names = (tuple(measurements.measures), tuple(measurements.quality)) if measurements else ((), ())
+            checklist = _collect(lambda: parse_checklist(
+                read_toml(mdir / "checklist.toml"), path=mdir / "checklist.toml", version=project.version,
+                changelog=str(project.changelog.relative_to(project.root)) if project.changelog else "CHANGELOG.md",
+                measures=names[0], quality=names[1], hosts=host_names),
+                problems)
         if problems:
             raise ManifestError(problems)
         if not any(h.kind == "local" for h in host_specs.values()):
