@@ -196,6 +196,8 @@ def evidence_steps(ws: Workspace, report: EvidenceReport) -> list[PlannedStep]:
                 write(line)
             if board.not_compared is not None:
                 raise StepNotRun(board.not_compared)
+            if board.no_evidence is not None:
+                raise InputError(board.no_evidence)  # an error, never a clean comparison of nothing
             return 1 if board.unexpected else 0
         return action
 
@@ -250,6 +252,10 @@ def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | 
     if release is None:
         raise InputError(f"{display_path(ws.project.source)}: project.version is not set; name the release: "
                          "relgate evidence accept --release VERSION")
+    if facts.dirty and (commit is None or facts.commit.startswith(commit)):
+        # The captures of HEAD that could be accepted are an earlier clean run's, not what this tree ran.
+        raise InputError(f"evidence accept: the working tree is dirty (HEAD {facts.commit[:12]} and uncommitted "
+                         "changes): nothing is accepted; commit or stash the changes, run the lanes, then accept")
     with Ledger.open(ws.home) as ledger:
         rows = accept(ledger, commit=commit or facts.commit, release=release, project=project_identity(ws, facts))
     for row in rows:

@@ -119,8 +119,11 @@ def test_accept_refuses_a_commit_whose_evidence_is_only_from_a_dirty_tree(crate:
     assert done.returncode == 0
     refused = crate.relgate("evidence", "accept", "--release", "0.5.0")
     assert refused.returncode == 2
-    assert "evidence only from a dirty tree" in refused.stderr
+    assert "the working tree is dirty" in refused.stderr  # on a dirty tree nothing is accepted at all
     (crate.root / "scratch.txt").unlink()
+    clean = crate.relgate("evidence", "accept", "--release", "0.5.0")  # clean now: the captures are not
+    assert clean.returncode == 2
+    assert "evidence only from a dirty tree" in clean.stderr
 
 
 def test_no_baseline_is_not_run_and_require_all_fails_it(tmp_path: Path) -> None:

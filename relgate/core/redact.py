@@ -19,7 +19,7 @@ from pathlib import Path
 
 from relgate.core.patterns import LazyPattern
 
-__all__ = ["display_command", "MASK", "is_secret_name", "redact_env", "redact_argv", "argv_secrets", "shell_secrets",
+__all__ = ["display_command", "MASK", "is_secret_name", "is_secret_key", "redact_env", "redact_argv", "argv_secrets", "shell_secrets",
            "env_secrets", "redact_text", "redact_file", "Redactor"]
 
 MASK = "***"
@@ -51,6 +51,25 @@ _MIN_SECRET = 6  # shorter values ("1", "yes") would redact half of every log
 
 def is_secret_name(name: str) -> bool:
     return bool(_SECRET_NAME.search(name))
+
+
+# An evidence cell's key that names a secret: a word password/passwd/passphrase/secret anywhere,
+# token/credential(s)/apikey/cookie as the last word, or *_key ("api_key", "ssh-key", "privateKey").
+# Narrower than is_secret_name on purpose: a masked cell is not compared, so "tokens_per_s" or
+# "keys_checked" must stay evidence.
+_KEY_WORDS = LazyPattern(r"[a-z0-9]+")
+_CAMEL = LazyPattern(r"(?<=[a-z0-9])(?=[A-Z])")
+_ANY_WORD = frozenset({"password", "passwd", "passphrase", "pwd", "secret", "secrets"})
+_LAST_WORD = frozenset({"token", "credential", "credentials", "apikey", "cookie"})
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether an evidence cell's key names a secret (its value is then stored as ``MASK``)."""
+    words = _KEY_WORDS.findall(_CAMEL.sub("_", key).lower())
+    if not words:
+        return False
+    return (not _ANY_WORD.isdisjoint(words) or words[-1] in _LAST_WORD
+            or (words[-1] == "key" and len(words) > 1))
 
 
 def _url_keep(m: re.Match[str]) -> bool:
@@ -145,10 +164,12 @@ def shell_secrets(command: str) -> list[str]:
 
 
 def display_command(*, argv: Sequence[str] | None = None, shell: str | None = None) -> str:
-    """A command as a person would type it, with the secrets it carries hidden."""
+    """A command as a person would type it, with the secrets it carries hidden (a secret of
+    one argument is hidden in the others too: ``sh -c 'echo PW' x --password=PW``)."""
     if shell is not None:
         return Redactor(shell_secrets(shell))(shell)
-    return shlex.join(redact_argv(argv or ()))
+    argv = argv or ()
+    return Redactor(argv_secrets(argv))(shlex.join(redact_argv(argv)))
 
 
 class Redactor:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
-from relgate.evidence.cells import Cell, EvidenceDiff, label
+from relgate.evidence.cells import Cell, EvidenceDiff, label, redact_diff
 from relgate.evidence.stream import count_cells, diff_sorted, sorted_cells, write_sorted
 from relgate.ledger.identity import ProjectIdentity
 from relgate.ledger.store import BaselineRow, EvidenceRow, Ledger
@@ -104,6 +104,10 @@ def accept(ledger: Ledger, *, commit: str, release: str, project: ProjectIdentit
                     fd, name = tempfile.mkstemp(prefix="baseline-", suffix=".cells", dir=folder)
                     with os.fdopen(fd, "wb") as out:
                         written.append((board, Path(name), write_sorted(cells, out)))
+        empty = [board for board, _path, count in written if not count]
+        if empty:  # a capture of comments only is no evidence: it would make a baseline nothing can break
+            raise InputError(f"commit {commit[:12]}: no evidence on {', '.join(empty)}: the captures hold no cell "
+                             "(only comments or blank lines); nothing is accepted")
         rows = []
         for board, path, count in written:
             sha, stored = ledger.store_file(path, kind="baseline", suffix=".cells")
@@ -142,21 +146,36 @@ class BoardReport:
                     f"({self.baseline.cells} cells) was not compared (run the lanes on this board)")
         return None
 
+    @property
+    def no_evidence(self) -> str | None:
+        """Why a comparison that ran compared no cell at all (an error: nothing was shown), if so."""
+        d = self.diff
+        if self.not_compared is not None or d is None or d.identical or d.moved or d.only_base or d.only_candidate \
+                or d.redacted:
+            return None
+        return (f"no evidence: the capture and the baseline of release {self.baseline.release} hold no cell "
+                "(only comments or blank lines)")
+
     def lines(self) -> list[str]:
         if self.not_compared is not None or self.diff is None:
             return [f"{self.board}: {self.not_compared}"]
+        if self.no_evidence is not None:
+            return [f"{self.board}: {self.no_evidence}"]
         out = [f"{self.board}: against release {self.baseline.release} ({self.baseline.commit_sha[:12]})"
                + (" — candidate evidence from a dirty tree" if self.capture.dirty else "")]
         entries = ([("MOVED", c, f"{old} -> {new}") for c, old, new in self.diff.moved]
                    + [("ONLY-BASE", c, v) for c, v in self.diff.only_base]
-                   + [("ONLY-CANDIDATE", c, v) for c, v in self.diff.only_candidate])
+                   + [("ONLY-CANDIDATE", c, v) for c, v in self.diff.only_candidate]
+                   + [("REDACTED", c, "the value is a secret: redacted, not compared") for c in self.diff.redacted])
         for kind, cell, detail in entries:
             why = self.intended.get(cell)
             tag = f"  [intentional: {why.reason}]" if why else ""
             out.append(f"{kind} {label(cell)} | {detail}{tag}")
         d = self.diff
         out.append(f"{d.identical} identical, {len(d.moved)} moved, {len(d.only_base)} only in base, "
-                   f"{len(d.only_candidate)} only in candidate; {len(self.intended)} intentional, "
+                   f"{len(d.only_candidate)} only in candidate"
+                   + (f", {len(d.redacted)} redacted (not compared)" if d.redacted else "")
+                   + f"; {len(self.intended)} intentional, "
                    f"{self.unexpected} unexpected")
         return out
 
@@ -203,7 +222,7 @@ def check(ledger: Ledger, *, commit: str, project: ProjectIdentity, changes: Seq
                 if base is not None:  # both sides sorted (and checked) in one order
                     base_cells, cap_sorted = sorted_cells(
                         sorting, [[ledger.home / base.path], list(cap.files)], tmp=_tmp(ledger))
-                    diff = diff_sorted(base_cells, cap_sorted)
+                    diff = redact_diff(diff_sorted(base_cells, cap_sorted), [ledger.home / base.path], cap.files)
                 else:
                     [cap_sorted] = sorted_cells(sorting, [list(cap.files)], tmp=_tmp(ledger))
                     cap_cells = count_cells(cap_sorted)

@@ -69,6 +69,7 @@ from typing import Any, TextIO
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
+from relgate.core.redact import MASK, is_secret_key
 
 __all__ = [
     "Cell",
@@ -84,6 +85,7 @@ __all__ = [
     "merge_captures",
     "parse_cells",
     "read_cells",
+    "redact_diff",
     "render_diff",
     "write_cells",
 ]
@@ -549,10 +551,11 @@ class EvidenceDiff:
     moved: tuple[tuple[Cell, str, str], ...]
     only_base: tuple[tuple[Cell, str], ...]
     only_candidate: tuple[tuple[Cell, str], ...]
+    redacted: tuple[Cell, ...] = ()  # on both sides, a secret: not compared (:func:`redact_diff`)
 
     @property
     def clean(self) -> bool:
-        """True when the captures hold the same cells with the same values."""
+        """True when the captures hold the same cells with the same values (redacted ones aside)."""
         return not (self.moved or self.only_base or self.only_candidate)
 
 
@@ -904,9 +907,12 @@ def render_diff(d: EvidenceDiff) -> Iterator[str]:
         yield f"ONLY-BASE {label(cell)} | {value}"
     for cell, value in d.only_candidate:
         yield f"ONLY-CANDIDATE {label(cell)} | {value}"
+    for cell in d.redacted:
+        yield f"REDACTED {label(cell)} | the value is a secret: redacted, not compared"
     yield (
         f"{d.identical} identical, {len(d.moved)} moved, "
         f"{len(d.only_base)} only in base, {len(d.only_candidate)} only in candidate"
+        + (f", {len(d.redacted)} redacted (not compared)" if d.redacted else "")
     )
 
 
@@ -946,6 +952,7 @@ def diff_to_json(d: EvidenceDiff) -> dict[str, Any]:
             {"suite": s, "arm": a, "key": k, "value": v}
             for (s, a, k), v in d.only_candidate
         ],
+        **({"redacted": [{"suite": s, "arm": a, "key": k} for s, a, k in d.redacted]} if d.redacted else {}),
     }
 
 
@@ -957,7 +964,7 @@ def diff_command(base: Path, candidate: Path, *, as_json: bool, out: TextIO) -> 
     file, invalid UTF-8 or a malformed row raises ``InputError`` (exit 2 in the CLI)
     before anything is written.
     """
-    d = _diff_files(base, candidate)
+    d = redact_diff(_diff_files(base, candidate), [Path(base)], [Path(candidate)])
     if as_json:
         import json
 
@@ -967,3 +974,60 @@ def diff_command(base: Path, candidate: Path, *, as_json: bool, out: TextIO) -> 
         out.write("\n".join(render_diff(d)))
         out.write("\n")
     return 0 if d.clean else 1
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+def _masked_keys(path: Path) -> set[bytes]:
+    """``suite\tarm\tkey`` of the rows whose value is the mask ``***`` (a secret the runner
+    redacted); one C-level search of the file when it holds none."""
+    import mmap
+
+    try:
+        with open(path, "rb") as handle:
+            if not os.fstat(handle.fileno()).st_size:
+                return set()
+            view = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
+    except (OSError, ValueError):
+        return set()
+    needle = b"\t" + MASK.encode()
+    keys: set[bytes] = set()
+    with view:
+        at = view.find(needle)
+        while at >= 0:
+            end = at + len(needle)
+            if view[end:end + 1] in (b"", b"\n", b"\r"):
+                fields = view[view.rfind(b"\n", 0, at) + 1:end].split(b"\t", 3)
+                if len(fields) == 4 and fields[3] == MASK.encode() and fields[0][:1] != b"#":
+                    keys.add(b"\t".join(fields[:3]))
+            at = view.find(needle, end)
+    return keys
+
+
+def redact_diff(d: EvidenceDiff, base: Iterable[Path], candidate: Iterable[Path]) -> EvidenceDiff:
+    """The diff with secrets taken out of the comparison: a cell whose key names a secret
+    (:func:`~relgate.core.redact.is_secret_key`), or whose value is the mask on either side, is
+    ``redacted`` rather than moved; a secret only one side holds keeps its place with its value
+    masked; a masked cell on both sides is redacted, not identical. Only the cells that differ
+    are looked at, and the files only searched for the mask."""
+    moved, redacted = [], []
+    for cell, old, new in d.moved:
+        (redacted if is_secret_key(cell[2]) or MASK in (old, new) else moved).append((cell, old, new))
+    differ = {c for c, *_ in d.moved} | {c for c, _ in d.only_base} | {c for c, _ in d.only_candidate}
+    masked = [set().union(*map(_masked_keys, paths)) for paths in (base, candidate)]
+    both = [cell for cell in map(_row_cell_of_key, masked[0] & masked[1]) if cell not in differ]
+    cells = sorted({*(c for c, *_ in redacted), *both})
+    if not cells and not any(is_secret_key(c[2]) for c in differ):
+        return d
+
+    def hide(rows: tuple[tuple[Cell, str], ...]) -> tuple[tuple[Cell, str], ...]:
+        return tuple((c, MASK if is_secret_key(c[2]) else v) for c, v in rows)
+
+    return EvidenceDiff(identical=d.identical - len(both), moved=tuple(moved), only_base=hide(d.only_base),
+                        only_candidate=hide(d.only_candidate), redacted=tuple(cells))
+
+
+def _row_cell_of_key(key: bytes) -> Cell:
+    suite, arm, name = key.decode("utf-8", "replace").split("\t")
+    return (suite, arm, name)

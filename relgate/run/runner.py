@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from relgate.core.errors import RelgateError
 from relgate.core.record import record
-from relgate.core.redact import Redactor, redact_env, redact_file
+from relgate.core.redact import Redactor, redact_env
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
 from relgate.ledger.store import Ledger
 from relgate.manifest.specs import AllowRule
 from relgate.run.allowlist import allow_rules_step
+from relgate.run.capture import check_capture
 from relgate.run.executor import (
     TAIL_LINES,
     CommandRequest,
@@ -295,8 +296,17 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     stored = None
     if evidence_file is not None and evidence_file.exists() and evidence_file.stat().st_size > 0:
         try:
-            redact_file(evidence_file, Redactor.from_env(os.environ, step.env))  # a test may write $TOKEN there
-            stored = ledger.home / ledger.store_evidence(evidence_file, step_id=step_id).path
+            # a test may write $TOKEN there, or a cell keyed api_token; a bad row is not evidence
+            capture = check_capture(evidence_file, Redactor.from_env(os.environ, step.env),
+                                    shown=f"${step.evidence_env} ({evidence_file})")
+            if capture.error is not None:
+                if verdict is Verdict.PASS:
+                    verdict, reason = Verdict.ERROR, capture.error
+            elif capture.cells:
+                stored = ledger.home / ledger.store_evidence(evidence_file, step_id=step_id).path
+            elif step.evidence_required and verdict is Verdict.PASS:
+                verdict, reason = Verdict.ERROR, (f"no evidence: ${step.evidence_env} holds no cell, only comments "
+                                                  "or blank lines (expected suite<TAB>arm<TAB>key<TAB>value rows)")
         except OSError as exc:
             verdict, reason = Verdict.ERROR, f"cannot store the evidence: {exc.filename}: {exc.strerror or exc}"
     elif step.evidence_required and verdict is Verdict.PASS:
