@@ -100,3 +100,36 @@ def test_the_bundled_checklists_name_only_declared_things(tmp_path: Path) -> Non
         done = project.relgate("check")
         assert done.returncode in (0, 1), done.stdout + done.stderr
         assert "checklist.toml" not in done.stderr, done.stderr
+
+
+# --- produces: a file the step did not write, whatever its modification time ------------------------
+
+def _rows(project: Project) -> dict[str, dict]:
+    done = project.relgate("status", "--json")
+    assert done.returncode == 0, done.stderr
+    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
+
+
+def _builds(project: Project, run: str) -> None:
+    (project.manifests / "builds.toml").write_text(
+        f'[release.cpu]\nrun = "{run}"\nproduces = ["dist/engine.bin"]\n'
+        '[[check]]\nname = "release-cpu"\nrelease = "cpu"\n')
+
+
+def test_a_committed_product_whose_mtime_lies_in_the_future_was_not_produced(tinyinfer: Project) -> None:
+    product = tinyinfer.root / "dist" / "engine.bin"
+    product.parent.mkdir()
+    product.write_bytes(b"\x7fELF committed, not built\n")
+    tinyinfer.commit("a committed artifact")
+    day = 24 * 3600
+    os.utime(product, (product.stat().st_atime + day, product.stat().st_mtime + day))
+    _builds(tinyinfer, "true")  # builds nothing
+    done = tinyinfer.nox("host")
+    assert done.returncode == 1, done.stdout
+    row = _rows(tinyinfer)["release-cpu"]
+    assert row["verdict"] == "fail", row
+    assert row["reason"].startswith("not produced: dist/engine.bin modified after the step ended"), row["reason"]
+    _builds(tinyinfer, "cp README.md dist/engine.bin")  # a step that writes it: its mtime is now
+    again = tinyinfer.nox("host")
+    assert again.returncode == 0, again.stdout
+    assert _rows(tinyinfer)["release-cpu"]["verdict"] == "pass"

@@ -1,8 +1,10 @@
 """What a build must leave behind: ``produces = ["ds4", "build/lib*.so"]``.
 
 Each entry is a path or glob relative to the step's working folder; it must match at least
-one file, and every file it matches must be newer than the step's start (a file the step
-did not write is not proof that the step built it). Plain ``make`` on a checkout whose
+one file, and every file it matches must have been written during the step: modified after
+the step's start and not after its end (a file the step did not write is not proof that the
+step built it, and a committed file whose modification time lies in the future is no newer
+than the step: it was not written by it). Plain ``make`` on a checkout whose
 default goal only prints help exits 0 and builds nothing: this is what catches it.
 """
 
@@ -15,18 +17,30 @@ from pathlib import Path
 __all__ = ["missing_products"]
 
 
-def missing_products(cwd: Path, patterns: Sequence[str], *, since_ns: int) -> str | None:
+def missing_products(cwd: Path, patterns: Sequence[str], *, since_ns: int, until_ns: int | None = None) -> str | None:
     """Why the step did not produce what it must (None when it did). ``since_ns`` is the
-    step's start on the file system's own clock (the mtime of a file created then)."""
+    step's start on the file system's own clock (the mtime of a file created then),
+    ``until_ns`` its end (None: now)."""
     import glob  # a step that declares products only
+    import time
 
+    until = (time.time_ns() if until_ns is None else until_ns) + _SLACK_NS
     for pattern in patterns:
         matches = sorted(glob.glob(pattern, root_dir=cwd, recursive=True))
         files = [m for m in matches if os.path.isfile(os.path.join(cwd, m))]
         if not files:
             return f"produced nothing matching {pattern}" + (f" ({matches[0]} is not a file)" if matches else "")
-        stale = [m for m in files if os.stat(os.path.join(cwd, m)).st_mtime_ns < since_ns]
+        mtimes = {m: os.stat(os.path.join(cwd, m)).st_mtime_ns for m in files}
+        stale = [m for m in files if mtimes[m] < since_ns]
         if stale:
             more = f" and {len(stale) - 1} more" if len(stale) > 1 else ""
             return f"{stale[0]}{more} older than the step: {pattern} was not rebuilt"
+        future = [m for m in files if mtimes[m] > until]
+        if future:
+            more = f" and {len(future) - 1} more" if len(future) > 1 else ""
+            return (f"not produced: {future[0]}{more} modified after the step ended (a time in the future), "
+                    f"so not written by it: {pattern} was not rebuilt")
     return None
+
+
+_SLACK_NS = 1_000_000_000  # a file system whose clock runs a little ahead of this one (NFS) still counts
