@@ -141,8 +141,14 @@ def _walk_argv(argv: Sequence[str]) -> Iterator[tuple[str, list[str]]]:
 
 
 def redact_argv(argv: Sequence[str]) -> list[str]:
-    """``--token=abc`` → ``--token=***``; ``--token abc`` → ``--token ***``."""
-    return [shown for shown, _ in _walk_argv(argv)]
+    """``--token=abc`` → ``--token=***``; ``--token abc`` → ``--token ***``; a secret found in one
+    argument is hidden in the others too (``sh -c 'echo abc…' x --password=abc…``)."""
+    walked = list(_walk_argv(argv))
+    values = [value for _, found in walked for value in found]
+    if not values:
+        return [shown for shown, _ in walked]
+    hide = Redactor(values)
+    return [hide(shown) for shown, _ in walked]
 
 
 def argv_secrets(argv: Sequence[str]) -> list[str]:
@@ -164,12 +170,10 @@ def shell_secrets(command: str) -> list[str]:
 
 
 def display_command(*, argv: Sequence[str] | None = None, shell: str | None = None) -> str:
-    """A command as a person would type it, with the secrets it carries hidden (a secret of
-    one argument is hidden in the others too: ``sh -c 'echo PW' x --password=PW``)."""
+    """A command as a person would type it, with the secrets it carries hidden."""
     if shell is not None:
         return Redactor(shell_secrets(shell))(shell)
-    argv = argv or ()
-    return Redactor(argv_secrets(argv))(shlex.join(redact_argv(argv)))
+    return shlex.join(redact_argv(argv or ()))
 
 
 class Redactor:

@@ -28,6 +28,7 @@ from typing import Any
 
 from relgate.core.errors import ExecutionError, InputError, RelgateError
 from relgate.core.record import record
+from relgate.core.redact import redact_argv
 from relgate.core.verdict import Verdict
 from relgate.ledger.identity import ProjectIdentity
 
@@ -471,13 +472,14 @@ class Ledger:
     # -- runs --------------------------------------------------------------------------
     def begin_run(self, *, session: str, argv: Sequence[str], project: str, project_root: Path,
                   commit: str, branch: str | None, dirty: bool, identity: ProjectIdentity | None = None) -> str:
-        """A new run; its steps (and their evidence) carry ``identity``, the project they belong to."""
+        """A new run; its steps (and their evidence) carry ``identity``, the project they belong to.
+        ``argv`` is stored with its secrets masked, as a step's command is (``--password=***``)."""
         run_id = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S") + "-" + _token()
         with self._tx():
             self._conn.execute(
                 "INSERT INTO runs (id, session, argv, project, project_root, commit_sha, branch, dirty, started,"
                 " project_key) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                (run_id, session, json.dumps(list(argv)), project, str(project_root), commit, branch,
+                (run_id, session, json.dumps(redact_argv(argv)), project, str(project_root), commit, branch,
                  int(dirty), _now(), identity.key if identity else None),
             )
         return run_id

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from relgate.core.errors import InputError
+from relgate.core.redact import redact_text
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
@@ -45,7 +46,7 @@ def _record(ws: Workspace, item: ChecklistItem, *, kind: str, by: str | None, no
     facts = read_git_facts(ws.project.root)
     with Ledger.open(ws.home) as ledger:
         row = ledger.add_decision(project=project_identity(ws, facts).key, commit=facts.commit, dirty=facts.dirty, item=item.id,
-                                  kind=kind, by=by, note=note, step_id=step_id)
+                                  kind=kind, by=by, note=redact_text(note) if note else note, step_id=step_id)
     return facts.commit, row
 
 
