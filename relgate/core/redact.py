@@ -15,6 +15,7 @@ import re
 import shlex
 import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from functools import lru_cache
 from pathlib import Path
 
 from relgate.core.patterns import LazyPattern
@@ -63,6 +64,7 @@ _ANY_WORD = frozenset({"password", "passwd", "passphrase", "pwd", "secret", "sec
 _LAST_WORD = frozenset({"token", "credential", "credentials", "apikey", "cookie"})
 
 
+@lru_cache(maxsize=4096)  # a capture repeats its key names across suites and arms
 def is_secret_key(key: str) -> bool:
     """Whether an evidence cell's key names a secret (its value is then stored as ``MASK``)."""
     words = _KEY_WORDS.findall(_CAMEL.sub("_", key).lower())

@@ -83,7 +83,7 @@ def _mask(lines: list[str], rows: list[int]) -> int:
     masked = 0
     for n in rows:
         suite, arm, key, value = lines[n].split("\t", 3)
-        if is_secret_key(key):
+        if is_secret_key(key):  # cached: key names repeat
             end = "\r" if value.endswith("\r") else ""
             if value != MASK + end:
                 lines[n] = f"{suite}\t{arm}\t{key}\t{MASK}{end}"
