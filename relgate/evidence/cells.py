@@ -69,7 +69,7 @@ from typing import Any, TextIO
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
-from relgate.core.redact import MASK, is_secret_key
+from relgate.core.redact import MASK, any_secret_key, is_secret_key
 
 __all__ = [
     "Cell",
@@ -991,17 +991,17 @@ def _masked_keys(path: Path) -> set[bytes]:
             view = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
     except (OSError, ValueError):
         return set()
-    needle = b"\t" + MASK.encode()
+    needle = MASK.encode()
     keys: set[bytes] = set()
     with view:
-        at = view.find(needle)
+        at = view.find(b"*")  # one byte: memchr, and "*" is rare in captures (a tab is on every row)
         while at >= 0:
             end = at + len(needle)
-            if view[end:end + 1] in (b"", b"\n", b"\r"):
+            if view[at - 1:end] == b"\t" + needle and view[end:end + 1] in (b"", b"\n", b"\r"):
                 fields = view[view.rfind(b"\n", 0, at) + 1:end].split(b"\t", 3)
-                if len(fields) == 4 and fields[3] == MASK.encode() and fields[0][:1] != b"#":
+                if len(fields) == 4 and fields[3] == needle and fields[0][:1] != b"#":
                     keys.add(b"\t".join(fields[:3]))
-            at = view.find(needle, end)
+            at = view.find(b"*", max(end, at + 1) if view[at:end] == needle else at + 1)
     return keys
 
 
@@ -1011,14 +1011,18 @@ def redact_diff(d: EvidenceDiff, base: Iterable[Path], candidate: Iterable[Path]
     ``redacted`` rather than moved; a secret only one side holds keeps its place with its value
     masked; a masked cell on both sides is redacted, not identical. Only the cells that differ
     are looked at, and the files only searched for the mask."""
+    differ = [c for c, *_ in d.moved] + [c for c, _ in d.only_base] + [c for c, _ in d.only_candidate]
+    secret = any_secret_key(c[2] for c in differ)
+    masked = [set().union(*map(_masked_keys, paths)) for paths in (base, candidate)]
+    if not secret and not masked[0] and not masked[1]:
+        return d  # the usual case: two C-level searches of the files, one of the differing keys
     moved, redacted = [], []
     for cell, old, new in d.moved:
-        (redacted if is_secret_key(cell[2]) or MASK in (old, new) else moved).append((cell, old, new))
-    differ = {c for c, *_ in d.moved} | {c for c, _ in d.only_base} | {c for c, _ in d.only_candidate}
-    masked = [set().union(*map(_masked_keys, paths)) for paths in (base, candidate)]
-    both = [cell for cell in map(_row_cell_of_key, masked[0] & masked[1]) if cell not in differ]
+        (redacted if MASK in (old, new) or (secret and is_secret_key(cell[2])) else moved).append((cell, old, new))
+    differs = set(differ)
+    both = [cell for cell in map(_row_cell_of_key, masked[0] & masked[1]) if cell not in differs]
     cells = sorted({*(c for c, *_ in redacted), *both})
-    if not cells and not any(is_secret_key(c[2]) for c in differ):
+    if not cells and not secret:
         return d
 
     def hide(rows: tuple[tuple[Cell, str], ...]) -> tuple[tuple[Cell, str], ...]:
