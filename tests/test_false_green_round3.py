@@ -73,6 +73,10 @@ GATE: dict[str, Any] = {"id": "gate", "title": "Gate", "auto": "lane:gate"}
     ({"release": {**REL, "tag_requires": ["ci-gren"]}, "item": [GATE, {"id": "ci-green", "title": "CI", "manual": True}]},
      'release.tag_requires[0]: no item "ci-gren" — did you mean "ci-green"?'),
     ({"release": {**REL, "known_backends": [""]}, "item": [GATE]}, "release.known_backends[0]: must not be empty"),
+    ({"release": {"boards": ["host:local"]}, "item": [{**GATE, "applies": ["cpu"]}]},
+     "release.backends: missing: item[0].applies names backends; list the ones this release covers"),
+    ({"release": {"boards": ["host:local"], "backends": []}, "item": [{**GATE, "applies": ["cuda"]}]},
+     "release.backends: empty: item[0].applies names backends"),
 ])
 def test_every_name_the_checklist_refers_to_is_declared(data: dict[str, Any], message: str) -> None:
     with pytest.raises(ManifestError) as info:

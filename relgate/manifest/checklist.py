@@ -206,6 +206,11 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
                                    targets=tuple(c.string_list(t, prefix, "targets")), applies=applies,
                                    not_validated=not_validated,
                                    boards=item_boards))
+    naming = next((i for i, item in enumerate(items) if item.applies), None)
+    if naming is not None and not backends:
+        # without them every such item would be not-applicable: a sign-off complete on nothing
+        c.problem("release.backends", f"{'empty' if 'backends' in rel else 'missing'}: item[{naming}].applies names "
+                                      'backends; list the ones this release covers (backends = ["cpu"])')
     default_tag = tuple(i for i in ("ci-green", "maintainer-approval") if i in seen)
     tag_requires = tuple(c.string_list(rel, "release", "tag_requires")) if "tag_requires" in rel else default_tag
     for j, item_id in enumerate(tag_requires):
