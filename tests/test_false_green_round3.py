@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 
 from conftest import Project, copy_example, git
+from relgate.core.errors import ManifestError
+from relgate.manifest.checklist import parse_checklist
 
 # --- checklist.toml: every backend, board and item id it names is declared ------------------------
 
@@ -46,9 +48,6 @@ def test_a_typo_in_applies_is_exit_2_at_load_not_a_complete_signoff(tinyinfer: P
     assert doc["items"][0]["status"] == "not-applicable"
 
 
-from relgate.core.errors import ManifestError  # noqa: E402
-from relgate.manifest.checklist import parse_checklist  # noqa: E402
-
 C = Path("m/checklist.toml")
 REL: dict[str, Any] = {"boards": ["host:local"], "backends": ["cpu", "cuda"]}
 GATE: dict[str, Any] = {"id": "gate", "title": "Gate", "auto": "lane:gate"}
@@ -70,7 +69,8 @@ GATE: dict[str, Any] = {"id": "gate", "title": "Gate", "auto": "lane:gate"}
      'release.boards[0]: "host:lcoal": no host "lcoal" is declared — did you mean "local"?'),
     ({"release": {**REL, "backend_boards": {"cuda": ["host:gpu"]}}, "item": [GATE]},
      'release.backend_boards.cuda[0]: "host:gpu": no host "gpu" is declared'),
-    ({"release": {**REL, "tag_requires": ["ci-gren"]}, "item": [GATE, {"id": "ci-green", "title": "CI", "manual": True}]},
+    ({"release": {**REL, "tag_requires": ["ci-gren"]},
+      "item": [GATE, {"id": "ci-green", "title": "CI", "manual": True}]},
      'release.tag_requires[0]: no item "ci-gren" — did you mean "ci-green"?'),
     ({"release": {**REL, "known_backends": [""]}, "item": [GATE]}, "release.known_backends[0]: must not be empty"),
     ({"release": {"boards": ["host:local"]}, "item": [{**GATE, "applies": ["cpu"]}]},
@@ -266,7 +266,8 @@ def test_a_manual_runs_command_line_is_stored_redacted_like_a_steps(tinyinfer: P
         [command] = db.execute("SELECT command FROM steps").fetchone()
     assert "--password=***" in json.loads(argv) and "API_TOKEN=***" in json.loads(argv), argv
     assert "https://relgate:***@127.0.0.1/x" in json.loads(argv)
-    assert command == "sh -c 'echo \"$@\"; echo ***' x '--password=***' 'API_TOKEN=***' 'https://relgate:***@127.0.0.1/x'"
+    assert command == ("sh -c 'echo \"$@\"; echo ***' x '--password=***' 'API_TOKEN=***' "
+                       "'https://relgate:***@127.0.0.1/x'")
     status = json.loads(tinyinfer.relgate("status", "--json").stdout)["steps"][0]
     log = (tinyinfer.home / status["log_path"]).read_text()
     assert "--password=*** API_TOKEN=*** https://relgate:***@127.0.0.1/x\n***\n" in log, log

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from relgate.core.patterns import LazyPattern
 
-__all__ = ["display_command", "MASK", "is_secret_name", "is_secret_key", "any_secret_key", "redact_env", "redact_argv", "argv_secrets", "shell_secrets",
-           "env_secrets", "redact_text", "redact_file", "Redactor"]
+__all__ = ["display_command", "MASK", "is_secret_name", "is_secret_key", "any_secret_key", "redact_env",
+           "redact_argv", "argv_secrets", "shell_secrets", "env_secrets", "redact_text", "redact_file", "Redactor"]
 
 MASK = "***"
 _SECRET_NAME = re.compile(r"TOKEN|PASSWORD|PASSWD|SECRET|KEY|CREDENTIAL|AUTH", re.IGNORECASE)
