@@ -299,9 +299,9 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
             # a test may write $TOKEN there, or a cell keyed api_token; a bad row is not evidence
             capture = check_capture(evidence_file, Redactor.from_env(os.environ, step.env),
                                     shown=f"${step.evidence_env} ({evidence_file})")
-            if capture.error is not None:
-                if verdict is Verdict.PASS:
-                    verdict, reason = Verdict.ERROR, capture.error
+            if capture.error is not None:  # not stored; a step that failed anyway says it too
+                verdict, reason = (Verdict.ERROR, capture.error) if verdict is Verdict.PASS else \
+                    (verdict, f"{reason}; {capture.error}" if reason else capture.error)
             elif capture.cells:
                 stored = ledger.home / ledger.store_evidence(evidence_file, step_id=step_id).path
             elif step.evidence_required and verdict is Verdict.PASS:
