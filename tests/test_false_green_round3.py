@@ -56,6 +56,8 @@ GATE: dict[str, Any] = {"id": "gate", "title": "Gate", "auto": "lane:gate"}
 @pytest.mark.parametrize(("data", "message"), [
     ({"release": {**REL, "backends": ["cpu", "cdua"]}, "item": [GATE]},
      'release.backends[1]: unknown backend "cdua" — did you mean "cuda"?'),
+    ({"release": REL, "item": [{**GATE, "applies": ["CUDA"]}]},
+     'item[0].applies[0]: unknown backend "CUDA" — did you mean "cuda"?'),
     ({"release": REL, "item": [{**GATE, "applies": ["rcom"]}]},
      'item[0].applies[0]: unknown backend "rcom" — did you mean "rocm"?'),
     ({"release": {**REL, "backend_boards": {"cdua": ["NVIDIA H200"]}}, "item": [GATE]},

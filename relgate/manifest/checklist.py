@@ -119,7 +119,9 @@ def _check_names(c: Checker, key: str, names: Iterable[str], known: Iterable[str
     known = tuple(known)
     for j, name in enumerate(names):
         if name not in known:
-            c.problem(f"{key}[{j}]", f'unknown {what} "{name}"{did_you_mean(name, known)} ({fix})')
+            same = [k for k in known if k.lower() == name.lower()]  # "CUDA": difflib alone would not say
+            hint = f' — did you mean "{same[0]}"?' if same else did_you_mean(name, known)
+            c.problem(f"{key}[{j}]", f'unknown {what} "{name}"{hint} ({fix})')
 
 
 def _check_hosts(c: Checker, key: str, boards: Iterable[str], hosts: tuple[str, ...] | None) -> None:
