@@ -150,11 +150,11 @@ class BoardReport:
     def no_evidence(self) -> str | None:
         """Why a comparison that ran compared no cell at all (an error: nothing was shown), if so."""
         d = self.diff
-        if self.not_compared is not None or d is None or d.identical or d.moved or d.only_base or d.only_candidate \
-                or d.redacted:
+        if self.not_compared is not None or d is None or d.identical or d.moved or d.only_base or d.only_candidate:
             return None
-        return (f"no evidence: the capture and the baseline of release {self.baseline.release} hold no cell "
-                "(only comments or blank lines)")
+        what = f"no cell but {len(d.redacted)} redacted secret(s)" if d.redacted else \
+            "no cell (only comments or blank lines)"
+        return f"no evidence: the capture and the baseline of release {self.baseline.release} hold {what}"
 
     def lines(self) -> list[str]:
         if self.not_compared is not None or self.diff is None:
