@@ -355,3 +355,14 @@ def test_accept_refuses_a_stored_capture_of_no_cell(tinyinfer: Project) -> None:
     refused = tinyinfer.relgate("evidence", "accept")
     assert refused.returncode == 2, refused.stdout + refused.stderr
     assert "no evidence on host:local: the captures hold no cell" in refused.stderr, refused.stderr
+
+
+def test_an_evidence_check_that_compares_only_redacted_secrets_is_no_evidence(tinyinfer: Project) -> None:
+    _cells(tinyinfer, f"suite\tarm\tapi_token\t{TOKEN}\n")
+    assert tinyinfer.nox("gate").returncode == 0
+    assert tinyinfer.relgate("evidence", "accept").returncode == 0
+    check = tinyinfer.nox("evidence")
+    assert check.returncode == 1, check.stdout
+    row = _rows(tinyinfer)["host:local"]
+    assert row["verdict"] == "error", row
+    assert "no evidence: the capture and the baseline of release 0.3.0 hold no cell but 1 redacted" in row["reason"]
