@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.lanes.plan import lane_targets, plan_lane
-from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps
+from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps, refuse_unknown_lanes
 from relgate.lanes.steps import census_step as lane_census_step
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BaselineRow, Ledger
@@ -73,7 +73,10 @@ def _host_steps(ws: Workspace, *, names: Sequence[str]) -> list[PlannedStep]:
 def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
                     session: str = "host", out: TextIO = sys.stdout) -> RunSummary | None:
     """``nox -s host``: everything :func:`plan_host` plans, on the hosts that offer it
-    (None with ``--list``: the plan was only printed)."""
+    (None with ``--list``: the plan was only printed). A lane table naming an unknown lane
+    is refused (it runs the host lane's targets)."""
+    if ws.lanes is not None:
+        refuse_unknown_lanes(ws.project, ws.lanes, session)
     steps = plan_host(ws, names=options.names)
     if options.list_only:
         for step in steps:
@@ -97,6 +100,7 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
     if lanes is None:
         raise InputError(f"{display_path(ws.manifests_dir)}: the project declares no lanes "
                          "(add lanes.toml here, or project.lanes pointing at the project's own file)")
+    refuse_unknown_lanes(ws.project, lanes, lane)
     if lane not in lanes.lanes:
         plan_lane(ws.project, lanes, lane)  # raises: no lane NAME, with a did-you-mean
     start_facts(ws)

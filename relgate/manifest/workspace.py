@@ -102,8 +102,8 @@ class Workspace:
                 problems.append(f"{display_path(path)}: host.name: duplicate host \"{spec.name}\" "
                                 f"(also in {display_path(host_specs[spec.name].source)})")
             host_specs[spec.name] = spec
-        if problems:
-            raise ManifestError(problems)
+        if problems:  # the census's findings that the load lets through, too: every problem at once
+            raise ManifestError(problems + (lanes.unknown_lanes() if lanes is not None else []))
         if not any(h.kind == "local" for h in host_specs.values()):
             host_specs.setdefault(LOCAL_HOST.name, LOCAL_HOST)
         assert project is not None and builds is not None
