@@ -26,6 +26,7 @@ __all__ = [
 
 PROJECT_KINDS = ("make", "cargo", "python")
 HOST_KINDS = ("local", "ssh")
+TRANSFERS = ("sftp", "exec")  # host.transfer: how files reach and leave an ssh host
 CHECK_BUILTINS = ("git-diff-check",)
 WARNING_POLICIES = ("deny", "ignore")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -206,6 +207,7 @@ class HostSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     lock_wait: float = 0.0  # an exclusive host held by another run: wait this long, then refuse
     allow_busy_gpu: str | None = None  # why a lane may start while another user's process holds GPU memory
+    transfer: str = "sftp"  # file transfers: "sftp" (the exec channel where sshd has no SFTP), or "exec" only
 
 
 # --- project.toml ---------------------------------------------------------------------
@@ -429,7 +431,7 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
 
 _HOST_KEYS = ("name", "kind", "address", "user", "port", "identity", "workdir", "boards", "driver",
               "toolkit", "capabilities", "detect", "exclusive", "known_hosts", "permission", "connect_timeout",
-              "command_timeout", "keepalive", "env", "lock_wait", "allow_busy_gpu")
+              "command_timeout", "keepalive", "env", "lock_wait", "allow_busy_gpu", "transfer")
 
 
 def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
@@ -480,6 +482,7 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
         command_timeout=_seconds(c, t, "command_timeout", None), keepalive=_seconds(c, t, "keepalive", 15.0) or 15.0,
         env=env, lock_wait=_seconds(c, t, "lock_wait", 0.0, zero=True) or 0.0,
         allow_busy_gpu=_reason(c, t, "allow_busy_gpu"),
+        transfer=c.choice(t, "host", "transfer", TRANSFERS, default="sftp") or "sftp",
     )
     c.raise_if_problems()
     return spec
