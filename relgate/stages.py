@@ -19,7 +19,7 @@ from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.workspace import Workspace
 from relgate.remote.pool import host_pool
 from relgate.run.facts import start_facts
-from relgate.run.flow import candidate_facts, finish, run_plan
+from relgate.run.flow import candidate_facts, finish, run_plan, start_reports
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepNotRun, check_names, check_placement, plan_host_checks, select_checks
 from relgate.run.runner import RunSummary
@@ -112,6 +112,9 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
             return None
         raise InputError(f"{lane}: no tool named; name the tools to run after -- "
                          f"(e.g. nox -s {lane} -- TOOL), or pass --list to only list them")
+    # The reports say "running" before the pool dials the SSH hosts (pool.hosts connects and
+    # detects them all) and before any remote step; the run's own start writes them again.
+    start_reports(options, run_id=None, session=lane, facts=candidate_facts(ws))
     steps = lane_steps(ws.project, lanes, lane, names=options.names, hosts=pool.hosts,
                        other_names=check_names(ws.builds))
     if options.names and len(steps) == 1:
