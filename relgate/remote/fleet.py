@@ -36,7 +36,6 @@ from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import DEFAULT_WORKERS
 from relgate.manifest.options import RunOptions
 from relgate.manifest.workspace import Workspace
-from relgate.remote.roles import record_roles
 from relgate.run.console import ConsoleReporter, render_summary
 from relgate.run.executor import Executor, Interrupted
 from relgate.run.flow import candidate_facts, start_reports
@@ -158,6 +157,8 @@ def run_fleet(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
                 raise
             threads.shutdown(wait=True)
         alone_outcomes = []
+        if alone:
+            from relgate.remote.roles import record_roles  # a run with multi-host steps only
         for step in alone:
             try:
                 outcome = run_step(step, session=session, run_id=run_id, facts=facts, placed=pool.place(step),
