@@ -143,7 +143,8 @@ def _list_lane(ws: Workspace, lanes: LanesSpec, lane: str, hosts: Sequence[Host]
                       hosts=hosts)
     for step in every:
         print(f"  {step.name}: {step.display()}", file=out)
-    print(f"name the targets to run after --, e.g. nox -s {lane} -- {every[0].target}" if every
+    session = f"nox -s {lane} --" if lane in BUILTIN_LANE_DEFS else f"nox -s lane -- {lane}"
+    print(f"name the targets to run after --, e.g. {session} {every[0].target}" if every
           else f"{lane}: {NO_TARGETS}", file=out)
 
 
