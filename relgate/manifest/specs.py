@@ -237,8 +237,11 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
     root = (Path(path).parent / root_text).resolve() if root_text else Path(path).parent
     if root_text and not root.is_dir():
         c.problem("project.root", f"{root} does not exist" if not root.exists() else f"{root} is not a directory")
+    elif root_text and changelog is not None and not changelog.strip():
+        c.problem("project.changelog", "empty path: leave the key out for no changelog")
     elif root_text and changelog is not None and not (root / changelog).is_file():
-        c.problem("project.changelog", f"{root / changelog} does not exist")
+        c.problem("project.changelog", f"{root / changelog} is a folder, not a file (the changelog is one file)"
+                  if (root / changelog).is_dir() else f"{root / changelog} does not exist")
     if changelog is None and (root / "CHANGELOG.md").is_file():
         changelog = "CHANGELOG.md"  # the default, when the project keeps one
     lanes = c.get(table, "project", "lanes", str)
