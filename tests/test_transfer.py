@@ -108,12 +108,13 @@ def test_when_neither_channel_works_the_error_names_the_missing_subsystem(no_sft
 
 def test_a_transfer_whose_sha256_differs_on_the_host_is_refused_and_nothing_kept(no_sftp: Sshd,
                                                                                  tmp_path: Path) -> None:
-    """The host's own hashing tool disagrees (here a sha256sum on the host's PATH that lies):
-    the upload is not moved into place and the download is not kept."""
+    """The host's own hashing tools disagree (here an openssl and a sha256sum on the host's PATH
+    that lie): the upload is not moved into place and the download is not kept."""
     fakebin = no_sftp.dir / "fakebin"
     fakebin.mkdir()
-    (fakebin / "sha256sum").write_text("#!/bin/sh\ncat >/dev/null\necho " + "0" * 64 + "  -\n")
-    (fakebin / "sha256sum").chmod(0o755)
+    for tool in ("openssl", "sha256sum"):
+        (fakebin / tool).write_text("#!/bin/sh\ncat >/dev/null\necho " + "0" * 64 + "  -\n")
+        (fakebin / tool).chmod(0o755)
     ex = executor(no_sftp, tmp_path, extra=f'env = {{ PATH = "{fakebin}:/usr/bin:/bin" }}\n')
     local = tmp_path / "y.bin"
     local.write_bytes(b"payload\n")
@@ -155,3 +156,22 @@ def test_a_gate_lane_on_a_host_without_sftp_passes_with_its_evidence_back(no_sft
     log = (tinyinfer.home / row["log_path"]).read_text()
     assert "full bundle of" in log and "over the exec channel (gpu1's sshd offers no sftp subsystem" in log
     assert "evidence fetched from gpu1:" in log and "over the exec channel" in log.split("evidence fetched")[1]
+
+
+def test_a_host_without_openssl_hashes_with_sha256sum(no_sftp: Sshd, tmp_path: Path) -> None:
+    """The host's PATH holds only what a plain box has (no openssl): coreutils' sha256sum checks it."""
+    import shutil
+
+    tools = no_sftp.dir / "plainbin"
+    tools.mkdir()
+    for tool in ("cat", "mv", "rm", "cut", "sha256sum", "sh"):
+        found = shutil.which(tool)
+        assert found is not None, tool
+        (tools / tool).symlink_to(found)
+    ex = executor(no_sftp, tmp_path, extra=f'env = {{ PATH = "{tools}" }}\n')
+    local = tmp_path / "p.bin"
+    local.write_bytes(b"\x00\x01payload\n" * 1000)
+    assert ex.put(local, str(no_sftp.dir / "p.bin")) == "exec"
+    assert (no_sftp.dir / "p.bin").read_bytes() == local.read_bytes()
+    assert ex.get(str(no_sftp.dir / "p.bin"), tmp_path / "q.bin") and (tmp_path / "q.bin").read_bytes() == local.read_bytes()
+    ex.close()

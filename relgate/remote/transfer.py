@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 __all__ = ["put", "get", "NoSftp"]
 
 _CHUNK = 1 << 18
-_HASH = "{ sha256sum || shasum -a 256; } 2>/dev/null"
+# OpenSSL's digest first (it uses the CPU's SHA instructions: ≈10× coreutils' sha256sum here)
+_HASH = "{ openssl dgst -sha256 -r || sha256sum || shasum -a 256; } 2>/dev/null"
 _NOFILE = "@relgate-nofile"
 _DIGEST = "@relgate-sha256 "
 _TIMEOUT = 600.0
@@ -143,7 +144,7 @@ def _put_exec(ex: SshExecutor, local: Path, remote: str) -> None:
     if code == 3:
         got = _digest_of(out)
         raise SshError(f"{ex.spec.name}: {local.name} reached {tmp} with sha256 {got}, not {want}; nothing was kept"
-                       if got else f"{ex.spec.name}: no sha256sum or shasum there to verify {local.name}; "
+                       if got else f"{ex.spec.name}: no openssl, sha256sum or shasum there to verify {local.name}; "
                                    "nothing was kept")
     if code != 0:
         raise SshError(f"{ex.spec.name}: cannot upload {local.name} to {remote} over the exec channel "
@@ -185,7 +186,7 @@ def _get_exec(ex: SshExecutor, remote: str, local: Path) -> bool:
     if code != 0 or not want or want != digest.hexdigest():
         local.unlink(missing_ok=True)
         why = (f"exit {code}: {text.strip()[-300:]}" if code != 0 else
-               "no sha256sum or shasum there to verify it" if not want else
+               "no openssl, sha256sum or shasum there to verify it" if not want else
                f"its bytes hash to {digest.hexdigest()}, the host says {want}")
         raise SshError(f"{ex.spec.name}: cannot fetch {remote} over the exec channel ({why}); nothing was kept")
     return True
