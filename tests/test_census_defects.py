@@ -14,8 +14,8 @@ import pytest
 
 from conftest import NOXFILE, git
 from relgate.core.errors import ManifestError
-from relgate.manifest.specs import parse_project
 from relgate.manifest.lanes import load_lanes
+from relgate.manifest.specs import parse_project
 
 FIXTURE = Path(__file__).resolve().parent / "fixtures" / "seven_defects"
 
@@ -110,7 +110,8 @@ def test_a_lane_session_refuses_naming_every_problem_at_once(crate: Path, lane: 
     lines = done.stderr.splitlines()
     assert all(line.startswith("relgate: ") for line in lines), lines
     assert len(lines) == 8, lines  # seven problems and the refusal
-    assert lines[0] == 'relgate: qual/lanes.toml: lanes.parity_long: unknown lane "gtae" — did you mean "gate"? (line 6)'
+    assert lines[0] == ('relgate: qual/lanes.toml: lanes.parity_long: unknown lane "gtae" — did you mean "gate"? '
+                        "(line 6)")
     others = [line.removeprefix("relgate: census: ").split(": ", 2) for line in lines[1:7]]
     assert [(o[0], o[1]) for o in others] == [(rule, target) for rule, target, _ in SEVEN[1:]], others
     assert lines[7] == (f"relgate: {lane}: refused: the lane table names a lane that does not exist "

@@ -173,5 +173,6 @@ def test_a_host_without_openssl_hashes_with_sha256sum(no_sftp: Sshd, tmp_path: P
     local.write_bytes(b"\x00\x01payload\n" * 1000)
     assert ex.put(local, str(no_sftp.dir / "p.bin")) == "exec"
     assert (no_sftp.dir / "p.bin").read_bytes() == local.read_bytes()
-    assert ex.get(str(no_sftp.dir / "p.bin"), tmp_path / "q.bin") and (tmp_path / "q.bin").read_bytes() == local.read_bytes()
+    assert ex.get(str(no_sftp.dir / "p.bin"), tmp_path / "q.bin")
+    assert (tmp_path / "q.bin").read_bytes() == local.read_bytes()
     ex.close()
