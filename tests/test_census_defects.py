@@ -139,12 +139,13 @@ def test_lanes_named_in_fleet_and_multihost_are_census_findings_too(crate: Path)
 def test_another_manifest_problem_still_names_the_unknown_lane_too(crate: Path) -> None:
     """The load stops for a real manifest error; the unknown lane is listed beside it."""
     lanes = crate / "qual" / "lanes.toml"
-    lanes.write_text(lanes.read_text() + '\n[target.arms]\ntimeout = "ten"\n')
+    lanes.write_text(lanes.read_text() + '\n[target.arms]\ntimeout = "ten"\n\n[target.scan_paritty]\ntimeout = 60\n')
     project = parse_project({"project": {"name": "sevenkern", "root": "..", "kind": "cargo",
                                          "lanes": "qual/lanes.toml"}}, path=crate / "manifests" / "project.toml")
     with pytest.raises(ManifestError) as err:
         load_lanes(project, crate / "manifests")
     problems = err.value.problems
-    assert len(problems) == 2, problems
+    assert len(problems) == 3, problems
     assert problems[0].endswith('target.arms.timeout: expected an integer or a number, got the string "ten"')
-    assert problems[1].endswith('lanes.parity_long: unknown lane "gtae" — did you mean "gate"? (line 6)')
+    assert problems[1].endswith('target.scan_paritty: no such target — did you mean "scan_parity"?')
+    assert problems[2].endswith('lanes.parity_long: unknown lane "gtae" — did you mean "gate"? (line 6)')

@@ -312,6 +312,10 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
     except InputError as exc:
         problems.append(str(exc))
     if problems:  # every problem at once: the census's own findings too
+        if targets is not None:
+            names = {t.name for t in targets if t.name}
+            problems += [f"{display_path(option_files[n])}: target.{n}: no such target{did_you_mean(n, names)}"
+                         for n in options if n not in names]
         raise ManifestError(problems + _unknown_lane_lines(lanes_file, references, known))
     assert targets is not None
     return LanesSpec(file=lanes_file, lanes=known, options=options, targets=tuple(targets), fleet=fleet,
