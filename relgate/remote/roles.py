@@ -342,7 +342,6 @@ def run_roles(spec: MultiHostSpec, pool: HostPool, *, cwd: Path, write: Callable
         pidfile = f"/tmp/relgate-role-{token}-{role.name}-{index}.pid"
         roles.append(_Role(role=role, index=index, executor=executor, pidfile=pidfile,
                            log=logs / f"{role.name}-{index}.log" if logs is not None else None))
-    workers, leader = roles[:-1], roles[-1]
     lock = threading.Lock()
     for r in roles:
         write(f"# relgate: {r.label} at {r.address}: {r.role.command.display()}")
