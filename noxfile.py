@@ -19,10 +19,13 @@ RELGATE_HOME another ledger home.
 from __future__ import annotations
 
 import logging
+import os
+import shutil
 import sys
 from pathlib import Path
 
 import nox
+import nox.virtualenv
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 # nox logs at DEBUG; paramiko would narrate every packet of a remote run into the output, and
@@ -30,6 +33,16 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 # matplotlib (the sign-off's charts) every font it scored.
 for _name in ("paramiko", "invoke", "fabric", "matplotlib", "PIL"):
     logging.getLogger(_name).setLevel(logging.WARNING)
+
+# Before every session nox asks about uv, even for one that makes no environment
+# (nox/virtualenv.py: SessionRunner._create_venv -> get_virtualenv -> _optional_venvs ->
+# OPTIONAL_VENVS -> find_uv, which runs `uv self version` and, without uv, logs
+# "nox > uv binary not found."). Every session here runs with python=False and makes no
+# environment: answer from PATH alone (nox reads these attributes before it computes them),
+# so a session's output starts with relgate's own lines.
+_uv = shutil.which(os.environ.get("UV") or "uv")
+nox.virtualenv.HAS_UV, nox.virtualenv.UV = _uv is not None, _uv or "uv"  # type: ignore[attr-defined]
+nox.virtualenv.UV_VERSION = nox.virtualenv.version.Version("0")  # type: ignore[attr-defined]  # never asked
 
 # Each module registers its sessions; `nox -l` lists them in this order. The session modules
 # import the engine inside each session function, so listing imports none of it.

@@ -11,9 +11,12 @@
 3. A step printing 100 MB remotely: relgate (a fresh interpreter running the executor into a
    log file) vs ``ssh host cmd > file`` (OpenSSH's client), alternating. Goals: ≤ 1.2 wall,
    relgate's peak memory ≤ 64 MiB (ru_maxrss of that interpreter, imports included).
+4. A file of ``--transfer-mb`` MB (default 64) up and back down: relgate over SFTP, relgate over
+   the exec channel (``transfer = "exec"``: ``cat``, the host's sha256 checked, ``mv``) and
+   OpenSSH's ``ssh host 'cat > f' < file``, alternating. Goal: exec / sftp ≤ 1.5 each way.
 
-    python bench/remote_ssh.py [--rounds N] [--mb 100] [--line TEXT] [--only latency|bundle|stream ...]
-                               [--host-file F]
+    python bench/remote_ssh.py [--rounds N] [--mb 100] [--line TEXT]
+                               [--only latency|bundle|stream|transfer ...] [--transfer-mb N] [--host-file F]
 """
 
 from __future__ import annotations
@@ -222,6 +225,64 @@ def stream(host_file: Path, tmp: Path, rounds: int, mb: int, fabric_mb: int, lin
           f"{'PASS' if peak <= 64 else 'MISS'}")
 
 
+def transfer(server_host_file: Path, tmp: Path, rounds: int, mb: int) -> None:
+    import hashlib
+    import os
+
+    exec_file = server_host_file.with_name("gpu1-exec.toml")
+    exec_file.write_text(server_host_file.read_text().replace('name = "gpu1"', 'name = "gpu1x"')
+                         + 'transfer = "exec"\n')
+    sftp, chan = _executor(server_host_file), _executor(exec_file)
+    spec = sftp.spec
+    blob = tmp / "blob.bin"
+    with open(blob, "wb") as fh:
+        for _ in range(mb):
+            fh.write(os.urandom(1 << 20))
+    want = hashlib.sha256(blob.read_bytes()).hexdigest()
+    remote = str(tmp / "remote.bin")
+    ssh = ["ssh", "-q", "-o", "BatchMode=yes", "-o", f"UserKnownHostsFile={spec.known_hosts}",
+           "-o", "StrictHostKeyChecking=yes", "-o", "ControlMaster=no", "-i", str(spec.identity), "-p", str(spec.port),
+           f"{spec.user}@{spec.address}"]
+
+    def timed(fn) -> float:  # type: ignore[no-untyped-def]
+        t0 = time.perf_counter()
+        fn()
+        return time.perf_counter() - t0
+
+    def up_ssh() -> None:
+        with open(blob, "rb") as fh:
+            subprocess.run([*ssh, f"cat > {remote}"], stdin=fh, check=True)
+
+    def down_ssh() -> None:
+        with open(tmp / "back.bin", "wb") as fh:
+            subprocess.run([*ssh, f"cat {remote}"], stdout=fh, check=True)
+
+    ways = {"sftp": sftp, "exec": chan}
+    times: dict[str, list[float]] = {f"{w} {d}": [] for w in (*ways, "ssh cat") for d in ("up", "down")}
+    for i in range(rounds + 1):
+        got = {}
+        for name, ex in ways.items():
+            got[f"{name} up"] = timed(lambda ex=ex: ex.put(blob, remote))
+            got[f"{name} down"] = timed(lambda ex=ex: ex.get(remote, tmp / "back.bin"))
+            assert hashlib.sha256((tmp / "back.bin").read_bytes()).hexdigest() == want
+        got["ssh cat up"], got["ssh cat down"] = timed(up_ssh), timed(down_ssh)
+        if i == 0:
+            continue  # warm-up (connections opened, page cache)
+        for key, value in got.items():
+            times[key].append(value)
+        print(f"  round {i}: " + ", ".join(f"{k} {v:.2f} s" for k, v in got.items()))
+    assert chan.no_sftp is None and chan.spec.transfer == "exec"
+    for key, values in times.items():
+        print(f"  {key}: min {min(values):.2f} / median {statistics.median(values):.2f} / max {max(values):.2f} s")
+    for d in ("up", "down"):
+        ratio = statistics.median(times[f"exec {d}"]) / statistics.median(times[f"sftp {d}"])
+        vs = statistics.median(times[f"exec {d}"]) / statistics.median(times[f"ssh cat {d}"])
+        print(f"transfer {mb} MB {d}: exec / sftp {ratio:.2f} (goal ≤ 1.5) {_verdict(ratio, 1.5)}; "
+              f"exec / ssh cat {vs:.2f}")
+    sftp.close()
+    chan.close()
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--rounds", type=int, default=5)
@@ -230,12 +291,13 @@ def main() -> int:
                    "99 x's; a compiler-like line with ':' makes redaction look for secret words in every chunk)")
     p.add_argument("--fabric-mb", type=int, default=2, help="for reference, Fabric's own capture of this many MB "
                    "and twice as many (0: not measured)")
-    p.add_argument("--only", choices=("latency", "bundle", "stream"), action="append",
+    p.add_argument("--transfer-mb", type=int, default=64, help="the file the transfer part sends up and back")
+    p.add_argument("--only", choices=("latency", "bundle", "stream", "transfer"), action="append",
                    help="run only these parts (repeatable)")
     p.add_argument("--host-file", type=Path, help="use the sshd this host file names instead of starting one "
                    "(user, identity and known_hosts required)")
     args = p.parse_args()
-    parts = set(args.only or ("latency", "bundle", "stream"))
+    parts = set(args.only or ("latency", "bundle", "stream", "transfer"))
     with tempfile.TemporaryDirectory(prefix="relgate-bench-ssh-") as tmp_name:
         tmp = Path(tmp_name)
         server = None if args.host_file else start_sshd(tmp / "sshd")
@@ -250,6 +312,8 @@ def main() -> int:
             ex.close()
             if "stream" in parts:
                 stream(host_file, tmp, args.rounds, args.mb, args.fabric_mb, args.line)
+            if "transfer" in parts:
+                transfer(host_file, tmp, args.rounds, args.transfer_mb)
         finally:
             if server is not None:
                 server.stop()

@@ -111,9 +111,10 @@ def _load(args: argparse.Namespace) -> Workspace:
 
 
 def _cmd_check(args: argparse.Namespace) -> int:
+    """The manifests validated, the plan printed, then the census: 0 clean, 1 violations."""
     from relgate.remote.pool import host_pool
     from relgate.run.console import render_plan
-    from relgate.stages import whole_plan
+    from relgate.stages import census, whole_plan
 
     ws = _load(args)
     print(f"project {ws.project.name} {ws.project.version or '(no version)'} ({ws.project.kind}) at "
@@ -122,7 +123,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for host in host_pool(ws, connect=False).hosts:  # declared facts: check dials no SSH host
         print(f"  {host.name}: {host.describe()}")
     render_plan([(s.command, s.note, s.steps) for s in whole_plan(ws)], sys.stdout)
-    return 0
+    if ws.lanes is None:
+        return 0
+    print("lane census:")
+    return census(ws, ws.lanes, lambda line: print(f"  {line}"))
 
 
 def _run_stage(args: argparse.Namespace, stage: Callable[..., Any], *stage_args: Any) -> int:

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.lanes.plan import lane_targets, plan_lane
-from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps
+from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps, refuse_unknown_lanes
 from relgate.lanes.steps import census_step as lane_census_step
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BaselineRow, Ledger
@@ -19,7 +19,7 @@ from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.workspace import Workspace
 from relgate.remote.pool import host_pool
 from relgate.run.facts import start_facts
-from relgate.run.flow import candidate_facts, finish, run_plan
+from relgate.run.flow import candidate_facts, finish, run_plan, start_reports
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepNotRun, check_names, check_placement, plan_host_checks, select_checks
 from relgate.run.runner import RunSummary
@@ -73,7 +73,10 @@ def _host_steps(ws: Workspace, *, names: Sequence[str]) -> list[PlannedStep]:
 def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
                     session: str = "host", out: TextIO = sys.stdout) -> RunSummary | None:
     """``nox -s host``: everything :func:`plan_host` plans, on the hosts that offer it
-    (None with ``--list``: the plan was only printed)."""
+    (None with ``--list``: the plan was only printed). A lane table naming an unknown lane
+    is refused (it runs the host lane's targets)."""
+    if ws.lanes is not None:
+        refuse_unknown_lanes(ws.project, ws.lanes, session)
     steps = plan_host(ws, names=options.names)
     if options.list_only:
         for step in steps:
@@ -97,6 +100,7 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
     if lanes is None:
         raise InputError(f"{display_path(ws.manifests_dir)}: the project declares no lanes "
                          "(add lanes.toml here, or project.lanes pointing at the project's own file)")
+    refuse_unknown_lanes(ws.project, lanes, lane)
     if lane not in lanes.lanes:
         plan_lane(ws.project, lanes, lane)  # raises: no lane NAME, with a did-you-mean
     start_facts(ws)
@@ -108,6 +112,9 @@ def run_lane(ws: Workspace, lane: str, *, argv: Sequence[str], options: RunOptio
             return None
         raise InputError(f"{lane}: no tool named; name the tools to run after -- "
                          f"(e.g. nox -s {lane} -- TOOL), or pass --list to only list them")
+    # The reports say "running" before the pool dials the SSH hosts (pool.hosts connects and
+    # detects them all) and before any remote step; the run's own start writes them again.
+    start_reports(options, run_id=None, session=lane, facts=candidate_facts(ws))
     steps = lane_steps(ws.project, lanes, lane, names=options.names, hosts=pool.hosts,
                        other_names=check_names(ws.builds))
     if options.names and len(steps) == 1:
@@ -136,7 +143,8 @@ def _list_lane(ws: Workspace, lanes: LanesSpec, lane: str, hosts: Sequence[Host]
                       hosts=hosts)
     for step in every:
         print(f"  {step.name}: {step.display()}", file=out)
-    print(f"name the targets to run after --, e.g. nox -s {lane} -- {every[0].target}" if every
+    session = f"nox -s {lane} --" if lane in BUILTIN_LANE_DEFS else f"nox -s lane -- {lane}"
+    print(f"name the targets to run after --, e.g. {session} {every[0].target}" if every
           else f"{lane}: {NO_TARGETS}", file=out)
 
 

@@ -144,11 +144,13 @@ def _descendants(root: int) -> list[int]:
 
 def start_sshd(tmp: Path, address: str = "127.0.0.1", *, port: int | None = None,
                netns: Sequence[str] = (), host_key: Path | None = None,
-               client_key: Path | None = None, extra_config: str = "") -> Sshd:
+               client_key: Path | None = None, extra_config: str = "", sftp: bool = True) -> Sshd:
     """Start sshd on ``address``; ``netns`` is an ``ip netns exec NAME`` prefix (argv) or empty.
 
     ``host_key``/``client_key`` reuse existing keys (to restart a server with the same or a
-    changed identity); by default both are generated under ``tmp``.
+    changed identity); by default both are generated under ``tmp``. ``sftp=False`` leaves
+    ``Subsystem sftp`` out, as locked-down hosts do: the server then refuses every SFTP
+    session.
     """
     why = sshd_missing()
     if why:
@@ -182,7 +184,7 @@ def start_sshd(tmp: Path, address: str = "127.0.0.1", *, port: int | None = None
         "MaxStartups 100:30:200\n"
         "MaxSessions 100\n"
         "LogLevel VERBOSE\n"
-        "Subsystem sftp internal-sftp\n"
+        + ("Subsystem sftp internal-sftp\n" if sftp else "")
         + extra_config)
     log = tmp / "sshd.log"
     log.write_text("")

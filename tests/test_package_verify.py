@@ -40,6 +40,9 @@ def test_c_example_is_packaged_from_the_commit_extracted_inspected_and_tested_of
     assert "sha256 " in log_of(tinyinfer, got["extract"])
     assert "9 required paths present" in log_of(tinyinfer, got["inspect"])  # 8 lane targets, 1 fixture
     assert "clean: 18 files in tinyinfer-0.3.0.tar.gz" in log_of(tinyinfer, got["inspect"])
+    # qualified/ (the device run's scripts and results) is export-ignore: the package never holds it
+    assert ("tinyinfer-0.3.0.tar.gz holds: .gitignore, CHANGELOG.md, Makefile, README.md, include/, src/, tests/"
+            in log_of(tinyinfer, got["inspect"])), log_of(tinyinfer, got["inspect"])
     import io
     import tarfile
 
@@ -59,6 +62,38 @@ def test_c_example_is_packaged_from_the_commit_extracted_inspected_and_tested_of
             assert row["env"]["RELGATE_NETWORK"].startswith("offline switches only: ")
             assert first.startswith("relgate offline: no network namespace on this host")
     assert "test_kernels: 17 passed, 0 failed" in log_of(tinyinfer, got["offline-tests"])
+
+
+def test_the_c_example_inside_a_bigger_repository_ships_without_qualified(tmp_path: Path) -> None:
+    """As in relgate's own checkout: the example is a folder of a larger repository, so the
+    package is `git archive COMMIT:examples/tinyinfer`; its .gitattributes still keeps the
+    qualification kit (qualified/) out, and the inspect log shows what the package holds."""
+    from conftest import EXAMPLES, REPO, git
+
+    repo = tmp_path / "monorepo"
+    shutil.copytree(EXAMPLES / "tinyinfer", repo / "examples" / "tinyinfer",
+                    ignore=shutil.ignore_patterns("build", "target"))
+    (repo / "README.md").write_text("a repository that holds the example among other things\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "initial")
+    assert "examples/tinyinfer/qualified/qualify_over_ssh.py" in git(repo, "ls-files")  # committed, not packaged
+    manifests = tmp_path / "manifests"
+    shutil.copytree(REPO / "manifests", manifests)
+    project_toml = manifests / "project.toml"
+    project_toml.write_text(project_toml.read_text().replace('root = "../examples/tinyinfer"',
+                                                             f'root = "{repo / "examples" / "tinyinfer"}"'))
+    hosts = tmp_path / "hosts"
+    shutil.copytree(REPO / "hosts", hosts)
+    project = Project(root=repo / "examples" / "tinyinfer", manifests=manifests, hosts=hosts, home=tmp_path / "home")
+    done = nox(project, "package_verify", env=base_env())
+    assert done.returncode == 0, done.stdout + done.stderr
+    got = rows(project, "package_verify")
+    assert got["package"]["command"].endswith(":examples/tinyinfer"), got["package"]["command"]
+    inspect = log_of(project, got["inspect"])
+    assert ("tinyinfer-0.3.0.tar.gz holds: .gitignore, CHANGELOG.md, Makefile, README.md, include/, src/, tests/"
+            in inspect), inspect
+    assert "qualified" not in inspect
 
 
 @pytest.mark.skipif(not NAMESPACE, reason=f"no network namespace here: {NAMESPACE_WHY}")

@@ -31,8 +31,6 @@ def _edit(project: Project, old: str, new: str) -> None:
 BROKEN_LANE_TABLES = [
     ("unknown-key", ('command = "make test-cuda"\nrequires = ["cuda"]', 'command = "make test-cuda"\nrequries = ["cuda"]'),
      'lanes.toml: target.kernels-cuda.requries: unknown key — did you mean "requires"?'),
-    ("unknown-lane", ('"kernels-cpu" = "gate"', '"kernels-cpu" = "gtae"'),
-     'lanes.toml: lanes.kernels-cpu: unknown lane "gtae" — did you mean "gate"? (line 5)'),
     ("wrong-type", ('command = "make bench"', 'command = "make bench"\ntimeout = "ten"'),
      'lanes.toml: target.matvec-bench.timeout: expected an integer or a number, got the string "ten"'),
     ("lane-row-not-a-string", ('"matvec-bench" = "bench"', '"matvec-bench" = 3'),
@@ -60,11 +58,24 @@ def test_relgate_check_rejects_a_broken_lane_table(tinyinfer: Project, edit: tup
     _only_line(done.stderr, says)
 
 
+def test_an_unknown_lane_is_a_census_violation_that_relgate_check_lists(tinyinfer: Project) -> None:
+    _edit(tinyinfer, '"kernels-cpu" = "gate"', '"kernels-cpu" = "gtae"')
+    done = tinyinfer.relgate("check", timeout=120)
+    assert done.returncode == 1, done  # the census is red; the manifests load
+    assert done.stderr == ""
+    census = done.stdout.split("lane census:\n", 1)[1].splitlines()
+    assert census[0].split()[:2] == ["unknown-lane", "kernels-cpu"]
+    assert 'unknown lane "gtae" — did you mean "gate"? (' in census[0]
+    assert census[-1].strip().endswith("1 violation")
+
+
 def test_a_table_for_a_target_cargo_does_not_declare(scankern: Project) -> None:
     (scankern.manifests / "lanes.toml").write_text('[target.scan_paritty]\ntimeout = 60\n')
     done = scankern.relgate("check", timeout=120)
-    assert done.returncode == 2, done
-    _only_line(done.stderr, 'lanes.toml: target.scan_paritty: no such target — did you mean "scan_parity"?')
+    assert done.returncode == 1, done  # a stale options table: the census's, like a stale row
+    line = next(x for x in done.stdout.splitlines() if "target.scan_paritty" in x).split(None, 2)
+    assert line[:2] == ["stale-row", "target.scan_paritty"], line
+    assert "configures a target that does not exist" in line[2] and 'did you mean "scan_parity"?' in line[2]
 
 
 def test_every_problem_of_every_file_at_once(tinyinfer: Project) -> None:
@@ -89,20 +100,34 @@ def test_a_folder_named_lanes_toml_is_refused(tinyinfer: Project) -> None:
     _only_line(done.stderr, "lanes.toml: not a file")
 
 
-SESSIONS = [("host",), ("gate",), ("contract",), ("record",), ("bench",), ("qualification",), ("census",),
-            ("evidence",), ("package_verify",), ("publish_dry_run",), ("lane", "--", "soak")]
+SESSIONS = [("host",), ("gate",), ("contract",), ("record",), ("bench",), ("qualification",),
+            ("lane", "--", "soak")]
 
 
 @pytest.mark.parametrize("argv", SESSIONS, ids=[s[0] for s in SESSIONS])
-def test_every_session_rejects_a_broken_lane_table_before_anything_runs(tinyinfer: Project, argv: tuple[str, ...]):
+def test_every_lane_session_refuses_a_lane_table_with_an_unknown_lane_before_anything_runs(
+        tinyinfer: Project, argv: tuple[str, ...]) -> None:
     _edit(tinyinfer, '"kernels-cpu" = "gate"', '"kernels-cpu" = "gtae"')
     done = tinyinfer.nox(argv[0], extra=argv[1:], timeout=300)
     output = done.stdout + done.stderr
     assert done.returncode == 2, output
     assert "Traceback" not in output
     relgate_lines = [line for line in output.splitlines() if line.startswith("relgate: ")]
-    _only_line("\n".join(relgate_lines), 'lanes.kernels-cpu: unknown lane "gtae" — did you mean "gate"? (line 5)')
+    assert len(relgate_lines) == 2, relgate_lines
+    assert relgate_lines[0].endswith('lanes.toml: lanes.kernels-cpu: unknown lane "gtae" — did you mean "gate"? '
+                                     "(line 5)"), relgate_lines
+    session = "soak" if argv[0] == "lane" else argv[0]
+    assert relgate_lines[1].startswith(f"relgate: {session}: refused: the lane table names a lane that does not "
+                                       "exist (1 problem above"), relgate_lines
     assert not tinyinfer.home.exists() or not any(tinyinfer.home.rglob("*.log"))  # nothing ran
+
+
+def test_the_census_session_lists_an_unknown_lane_with_exit_1(tinyinfer: Project) -> None:
+    _edit(tinyinfer, '"kernels-cpu" = "gate"', '"kernels-cpu" = "gtae"')
+    done = tinyinfer.nox("census", timeout=300)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert any(line.startswith("unknown-lane") and "kernels-cpu" in line and 'did you mean "gate"?' in line
+               for line in done.stdout.splitlines()), done.stdout
 
 
 def test_relgate_check_prints_the_whole_plan(tinyinfer: Project) -> None:

@@ -11,13 +11,16 @@ Rules, in the order they are reported (``RULES``):
 ``no-targets`` (cargo)
     Cargo.toml declares at least one ``[[test]]`` or ``[[bench]]``.
 ``unknown-lane``
-    every lane name is known (with a did-you-mean).
+    every lane name is known (with a did-you-mean): the rows, and the lanes ``[fleet]``
+    and ``[multihost.*]`` name. The loader leaves this to the census, so a typo in the
+    table hides no other defect; the lane sessions refuse a table with one (exit 2).
 ``duplicate-row``
     no target is listed twice, even with the same lane.
 ``unassigned``
     every declared target has a lane ("assign one in this commit").
 ``stale-row``
-    a lane row names a declared target ("drop the row").
+    a lane row names a declared target ("drop the row"); so does a ``[target.NAME]``
+    options table (cargo: the targets come from Cargo.toml).
 ``no-name``, ``no-path``, ``duplicate-name``, ``shared-path`` (cargo), ``missing-file``
     each target has a name and a path, no two targets share a name (nor, in a crate, a
     path: make and python targets may run from one source file with switches), the file
@@ -58,7 +61,7 @@ from pathlib import Path
 from typing import Any
 
 from relgate.core.record import record
-from relgate.manifest.lanes import LaneRow, LanesFile
+from relgate.manifest.lanes import LaneRef, LaneRow, LanesFile
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.targets import Target
 
@@ -121,12 +124,15 @@ _INVOKED_BY = '= "invoked by'
 
 
 def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: LanesFile,
-               known_lanes: Collection[str]) -> list[Violation]:
+               known_lanes: Collection[str], references: Sequence[LaneRef] = (),
+               option_files: Mapping[str, Path] | None = None) -> list[Violation]:
     """Every violation of the census rules, in ``RULES`` order, then by target.
 
     ``kind`` is the project kind: ``"cargo"`` applies the Rust rules as well; any other
     (make and python projects, whose targets have kind ``"command"``) only the common
-    ones. ``root`` is the project root the target paths are relative to.
+    ones. ``root`` is the project root the target paths are relative to. ``references``
+    are the lanes named outside ``[lanes]``; ``option_files`` the ``[target.NAME]`` tables
+    and the file each is in.
     """
     root = Path(root)
     rust = kind == "cargo"
@@ -146,6 +152,10 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
         if row.lane not in known:
             hint = did_you_mean(row.lane, known) or f'; use one of {", ".join(known)}'
             report("unknown-lane", row.target, f'unknown lane "{row.lane}"{hint} ({where}:{row.line})')
+    for ref in references:
+        if ref.lane not in known:
+            hint = did_you_mean(ref.lane, known) or f'; use one of {", ".join(known)}'
+            report("unknown-lane", ref.key, f'no lane "{ref.lane}"{hint} ({_relative(ref.path, root)})')
     # duplicate-row
     for name, rows in rows_by_target.items():
         if len(rows) > 1:
@@ -170,6 +180,12 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
             fix = f'drop the row, or rename it to "{close[0]}"' if close else "drop the row"
             report("stale-row", name,
                    f"lane row for a target that does not exist ({where}:{rows[0].line}); {fix}")
+    for name, file in (option_files or {}).items():
+        if name not in every_name:
+            close = did_you_mean(name, sorted(every_name))
+            report("stale-row", f"target.{name}",
+                   f"[target.{name}] in {_relative(file, root)} configures a target that does not exist"
+                   f"{close}; drop the table, or rename it")
     # no-name, no-path
     for target in scoped:
         if not target.name:

@@ -5,13 +5,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
 
+from relgate.core.errors import ManifestError
 from relgate.lanes.plan import plan_lane
 from relgate.manifest.lanes import LanesSpec
 from relgate.manifest.specs import ProjectSpec
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepNotRun
 
-__all__ = ["census_lines", "census_step", "not_run_step", "lane_steps", "NO_TARGETS"]
+__all__ = ["census_lines", "census_step", "not_run_step", "lane_steps", "refuse_unknown_lanes", "NO_TARGETS"]
 
 NO_TARGETS = "no targets in this lane"
 
@@ -21,12 +22,31 @@ def census_lines(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], 
     from relgate.lanes.census import census_exit_code, render_violations, run_census  # by the step that runs it
 
     violations = run_census(kind=project.kind, root=project.root, targets=lanes.targets, lanes=lanes.file,
-                            known_lanes=lanes.lanes)
+                            known_lanes=lanes.lanes, references=lanes.references, option_files=lanes.option_files)
     for line in render_violations(violations):
         write(line)
     write(f"census: {len(lanes.targets)} targets, {len(lanes.file.rows)} lane rows, "
           f"{len(violations)} violation{'' if len(violations) == 1 else 's'}")
     return census_exit_code(violations)
+
+
+def refuse_unknown_lanes(project: ProjectSpec, lanes: LanesSpec, session: str) -> None:
+    """A lane session refuses a lane table that names a lane no lane defines (which targets
+    a lane holds is then a guess): a :class:`ManifestError` (exit 2) naming every unknown
+    lane and every other census violation at once."""
+    unknown = lanes.unknown_lanes()
+    if not unknown:
+        return
+    from relgate.lanes.census import run_census
+
+    others = [v for v in run_census(kind=project.kind, root=project.root, targets=lanes.targets, lanes=lanes.file,
+                                    known_lanes=lanes.lanes, references=lanes.references,
+                                    option_files=lanes.option_files)
+              if v.rule != "unknown-lane"]
+    raise ManifestError([*unknown, *(f"census: {v.rule}: {v.target}: {v.message}" for v in others),
+                         f"{session}: refused: the lane table names a lane that does not exist "
+                         f"({len(unknown) + len(others)} problem{'' if len(unknown) + len(others) == 1 else 's'} "
+                         "above; relgate census lists the same)"])
 
 
 def census_step(project: ProjectSpec, lanes: LanesSpec, *, lane: str = "host") -> PlannedStep:

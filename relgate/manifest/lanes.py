@@ -35,7 +35,7 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 __all__ = ["BUILTIN_LANES", "LANE_MODES", "LaneRow", "LanesFile", "LaneDef", "TargetOptions", "LanesSpec",
            "BUILTIN_LANE_DEFS", "read_lanes_file", "load_lanes", "FleetSpec", "RoleSpec", "MultiHostSpec",
-           "parse_many_hosts", "LEADER"]
+           "parse_many_hosts", "LEADER", "LaneRef"]
 
 BUILTIN_LANES = ("host", "gate", "contract", "record", "toolkit", "bench", "qualification")
 
@@ -176,6 +176,15 @@ class TargetOptions:
 
 
 @record
+class LaneRef:
+    """A lane named outside the ``[lanes]`` table (``fleet.every_host[0]``, ``multihost.X.lane``)."""
+
+    key: str  # the dotted key
+    lane: str
+    path: Path  # the file it is in
+
+
+@record
 class LanesSpec:
     file: LanesFile
     lanes: Mapping[str, LaneDef]
@@ -183,11 +192,28 @@ class LanesSpec:
     targets: tuple[Target, ...]
     fleet: FleetSpec = field(default_factory=lambda: FleetSpec())  # [fleet]: lanes spread over every host
     multihost: Mapping[str, MultiHostSpec] = field(default_factory=dict)  # [multihost.*]: steps with roles
+    # What the census reports rather than the loader (so one run lists every defect):
+    references: tuple[LaneRef, ...] = ()  # lanes named in [fleet] and [multihost.*]
+    option_files: Mapping[str, Path] = field(default_factory=dict)  # [target.NAME] → the file it is in
 
     @property
     def assignments(self) -> dict[str, str]:
         """target → lane; the first row wins (the census reports duplicates)."""
         return self.file.assignments
+
+    def unknown_lanes(self) -> list[str]:
+        """One manifest-style line per lane name no lane defines (rows, then [fleet] and
+        [multihost.*]); empty when every lane named is known."""
+        return _unknown_lane_lines(self.file, self.references, self.lanes)
+
+
+def _unknown_lane_lines(file: LanesFile, references: Sequence[LaneRef], known: Mapping[str, LaneDef]) -> list[str]:
+    shown = display_path(file.path)
+    out = [f'{shown}: lanes.{row.target}: unknown lane "{row.lane}"{did_you_mean(row.lane, known)} (line {row.line})'
+           for row in file.rows if row.lane not in known]
+    out += [f'{display_path(ref.path)}: {ref.key}: no lane "{ref.lane}"{did_you_mean(ref.lane, known)}'
+            for ref in references if ref.lane not in known]
+    return out
 
 
 _TARGET_KEYS = ("path", "command", "shell", "requires", "features", "timeout", "args", "env", "evidence", "skip")
@@ -269,13 +295,15 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
         options.update(more_targets)
         lane_defs.update(more_lanes)
     known = {**BUILTIN_LANE_DEFS, **lane_defs}
-    for row in lanes_file.rows:
-        if row.lane not in known:
-            c.problem(f"lanes.{row.target}", f'unknown lane "{row.lane}"{did_you_mean(row.lane, known)} '
-                                             f"(line {row.line})")
+    # An unknown lane name (a row, [fleet], [multihost.*]) and a [target.NAME] for no target
+    # are the census's to report, beside every other defect: they do not stop the load.
     problems = [line for checker in checkers for line in checker.problems]
+    references: list[LaneRef] = []
     fleet, multihost = _many_hosts_of(path, lanes_file.tables, own if project.lanes is not None and own.is_file()
-                                      else None, known, set(options), problems)
+                                      else None, known, set(options), problems, references)
+    option_files = {name: path for name in options}
+    if len(checkers) > 1:
+        option_files.update({name: own for name in more_targets})
     targets: list[Target] | None = None
     try:
         targets = _targets(project, options, path)
@@ -283,15 +311,15 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
         problems += exc.problems
     except InputError as exc:
         problems.append(str(exc))
-    if targets is not None:
-        names = {t.name for t in targets if t.name}
-        problems += [f"{display_path(path)}: target.{n}: no such target{did_you_mean(n, names)}"
-                     for n in options if n not in names]
-    if problems:
-        raise ManifestError(problems)
+    if problems:  # every problem at once: the census's own findings too
+        if targets is not None:
+            names = {t.name for t in targets if t.name}
+            problems += [f"{display_path(option_files[n])}: target.{n}: no such target{did_you_mean(n, names)}"
+                         for n in options if n not in names]
+        raise ManifestError(problems + _unknown_lane_lines(lanes_file, references, known))
     assert targets is not None
     return LanesSpec(file=lanes_file, lanes=known, options=options, targets=tuple(targets), fleet=fleet,
-                     multihost=multihost)
+                     multihost=multihost, references=tuple(references), option_files=option_files)
 
 
 def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions], path: Path) -> list[Target]:
@@ -437,12 +465,16 @@ def _parse_role(c: Checker, prefix: str, name: str, t: Mapping[str, Any]) -> Rol
                     ready_timeout=_positive(c, t, prefix, "ready_timeout", 120.0) or 120.0)
 
 
-def _parse_multihost(c: Checker, name: str, t: Mapping[str, Any], lanes: Mapping[str, LaneDef]) -> MultiHostSpec | None:
+def _parse_multihost(c: Checker, name: str, t: Mapping[str, Any], lanes: Mapping[str, LaneDef],
+                     references: list[LaneRef] | None = None) -> MultiHostSpec | None:
     prefix = f"multihost.{name}"
     c.keys(t, prefix, ("lane", "role", "timeout", "worker_grace"), required=("lane", "role"))
     lane = c.get(t, prefix, "lane", str)
     if lane is not None and lane not in lanes:
-        c.problem(f"{prefix}.lane", f'no lane "{lane}"{did_you_mean(lane, lanes)}')
+        if references is None:
+            c.problem(f"{prefix}.lane", f'no lane "{lane}"{did_you_mean(lane, lanes)}')
+        else:
+            references.append(LaneRef(key=f"{prefix}.lane", lane=lane, path=c.path))
     roles = {n: _parse_role(c, f"{prefix}.role.{n}", n, r) for n, r in c.tables(t, prefix, "role").items()}
     if "role" in t and LEADER not in roles:
         c.problem(f"{prefix}.role", f'needs a role named "{LEADER}" (its exit decides the step)')
@@ -456,9 +488,10 @@ def _parse_multihost(c: Checker, name: str, t: Mapping[str, Any], lanes: Mapping
                          worker_grace=_positive(c, t, prefix, "worker_grace", 30.0) or 30.0, source=c.path)
 
 
-def parse_many_hosts(c: Checker, tables: Mapping[str, Any], lanes: Mapping[str, LaneDef]
-                     ) -> tuple[FleetSpec | None, dict[str, MultiHostSpec]]:
-    """``[fleet]`` (None when absent) and the ``[multihost.*]`` steps of one lanes file."""
+def parse_many_hosts(c: Checker, tables: Mapping[str, Any], lanes: Mapping[str, LaneDef],
+                     references: list[LaneRef] | None = None) -> tuple[FleetSpec | None, dict[str, MultiHostSpec]]:
+    """``[fleet]`` (None when absent) and the ``[multihost.*]`` steps of one lanes file. A lane
+    no lane defines is a problem, or, given ``references``, added there for the census."""
     fleet = None
     if "fleet" in tables:
         t = c.get(tables, "", "fleet", dict, {})
@@ -466,7 +499,10 @@ def parse_many_hosts(c: Checker, tables: Mapping[str, Any], lanes: Mapping[str, 
         every = c.string_list(t, "fleet", "every_host")
         for i, lane in enumerate(every):
             if lane not in lanes:
-                c.problem(f"fleet.every_host[{i}]", f'no lane "{lane}"{did_you_mean(lane, lanes)}')
+                if references is None:
+                    c.problem(f"fleet.every_host[{i}]", f'no lane "{lane}"{did_you_mean(lane, lanes)}')
+                else:
+                    references.append(LaneRef(key=f"fleet.every_host[{i}]", lane=lane, path=c.path))
             elif lanes[lane].mode == "per-board":
                 c.problem(f"fleet.every_host[{i}]", f'"{lane}" already runs once per board and toolkit')
         workers = c.get(t, "fleet", "workers", int, DEFAULT_WORKERS)
@@ -475,7 +511,7 @@ def parse_many_hosts(c: Checker, tables: Mapping[str, Any], lanes: Mapping[str, 
         fleet = FleetSpec(every_host=tuple(every), workers=max(workers, 1))
     steps = {}
     for name, t in c.tables(tables, "", "multihost").items():
-        spec = _parse_multihost(c, name, t, lanes)
+        spec = _parse_multihost(c, name, t, lanes, references)
         if spec is not None:
             steps[name] = spec
     return fleet, steps
@@ -485,13 +521,14 @@ _MANY_HOSTS = ("fleet", "multihost")
 
 
 def _many_hosts_of(path: Path, tables: Mapping[str, Any], own: Path | None, lanes: Mapping[str, LaneDef],
-                   targets: set[str], problems: list[str]) -> tuple[FleetSpec, dict[str, MultiHostSpec]]:
+                   targets: set[str], problems: list[str], references: list[LaneRef]
+                   ) -> tuple[FleetSpec, dict[str, MultiHostSpec]]:
     """``[fleet]`` and ``[multihost.*]`` of the lanes file and of ``manifests/lanes.toml`` beside
     a project's own file (one ``[fleet]`` in all; a multi-host step is named once)."""
     found: list[tuple[Checker, FleetSpec | None, dict[str, MultiHostSpec]]] = []
     for file, data in ((path, tables), *(((own, read_toml(own)),) if own is not None else ())):
         c = Checker(file)
-        found.append((c, *parse_many_hosts(c, data, lanes)))
+        found.append((c, *parse_many_hosts(c, data, lanes, references)))
     fleet, steps = FleetSpec(), {}
     fleets = [(c, f) for c, f, _ in found if f is not None]
     if len(fleets) > 1:

@@ -26,6 +26,7 @@ __all__ = [
 
 PROJECT_KINDS = ("make", "cargo", "python")
 HOST_KINDS = ("local", "ssh")
+TRANSFERS = ("sftp", "exec")  # host.transfer: how files reach and leave an ssh host
 CHECK_BUILTINS = ("git-diff-check",)
 WARNING_POLICIES = ("deny", "ignore")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -206,6 +207,7 @@ class HostSpec:
     env: Mapping[str, str] = field(default_factory=dict)
     lock_wait: float = 0.0  # an exclusive host held by another run: wait this long, then refuse
     allow_busy_gpu: str | None = None  # why a lane may start while another user's process holds GPU memory
+    transfer: str = "sftp"  # file transfers: "sftp" (the exec channel where sshd has no SFTP), or "exec" only
 
 
 # --- project.toml ---------------------------------------------------------------------
@@ -235,8 +237,11 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
     root = (Path(path).parent / root_text).resolve() if root_text else Path(path).parent
     if root_text and not root.is_dir():
         c.problem("project.root", f"{root} does not exist" if not root.exists() else f"{root} is not a directory")
+    elif root_text and changelog is not None and not changelog.strip():
+        c.problem("project.changelog", "empty path: leave the key out for no changelog")
     elif root_text and changelog is not None and not (root / changelog).is_file():
-        c.problem("project.changelog", f"{root / changelog} does not exist")
+        c.problem("project.changelog", f"{root / changelog} is a folder, not a file (the changelog is one file)"
+                  if (root / changelog).is_dir() else f"{root / changelog} does not exist")
     if changelog is None and (root / "CHANGELOG.md").is_file():
         changelog = "CHANGELOG.md"  # the default, when the project keeps one
     lanes = c.get(table, "project", "lanes", str)
@@ -429,7 +434,7 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
 
 _HOST_KEYS = ("name", "kind", "address", "user", "port", "identity", "workdir", "boards", "driver",
               "toolkit", "capabilities", "detect", "exclusive", "known_hosts", "permission", "connect_timeout",
-              "command_timeout", "keepalive", "env", "lock_wait", "allow_busy_gpu")
+              "command_timeout", "keepalive", "env", "lock_wait", "allow_busy_gpu", "transfer")
 
 
 def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
@@ -480,6 +485,7 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
         command_timeout=_seconds(c, t, "command_timeout", None), keepalive=_seconds(c, t, "keepalive", 15.0) or 15.0,
         env=env, lock_wait=_seconds(c, t, "lock_wait", 0.0, zero=True) or 0.0,
         allow_busy_gpu=_reason(c, t, "allow_busy_gpu"),
+        transfer=c.choice(t, "host", "transfer", TRANSFERS, default="sftp") or "sftp",
     )
     c.raise_if_problems()
     return spec

@@ -105,8 +105,8 @@ class Workspace:
                 changelog=str(project.changelog.relative_to(project.root)) if project.changelog else "CHANGELOG.md",
                 measures=names[0], quality=names[1], hosts=host_names),
                 problems)
-        if problems:
-            raise ManifestError(problems)
+        if problems:  # the census's findings that the load lets through, too: every problem at once
+            raise ManifestError(problems + (lanes.unknown_lanes() if lanes is not None else []))
         if not any(h.kind == "local" for h in host_specs.values()):
             host_specs.setdefault(LOCAL_HOST.name, LOCAL_HOST)
         assert project is not None and builds is not None

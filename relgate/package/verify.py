@@ -353,6 +353,8 @@ def inspect_step(plan: Plan, required: Sequence[Required], *, check_version: boo
         files = 0
         for label, root, main in plan.roots:
             files += sum(len(f) for _, _, f in os.walk(root))
+            top = sorted(f"{e.name}/" if e.is_dir() else e.name for e in os.scandir(root))
+            write(f"{label} holds: {', '.join(top) or 'nothing'}")  # what export-ignore kept out shows here
             for finding in inspect_tree(root, forbid=spec.forbid, allow=spec.allow,
                                         required=required if main else ()):
                 findings.append(f"{label}: {finding.describe()}")

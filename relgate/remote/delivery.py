@@ -31,6 +31,7 @@ class Delivery:
     bundle_bytes: int  # 0 when the host already held the commit
     incremental: bool
     reused: bool  # the checkout for this commit was already there
+    channel: str = ""  # how the bundle went: "sftp", or "exec" (cat, sha256-checked) where sshd has no SFTP
 
 
 def remote_layout(workdir: str, project: str) -> str:
@@ -71,7 +72,7 @@ def deliver(ex: SshExecutor, *, repo: Path, commit: str, workdir: str, project: 
     if code != 0:
         raise SshError(f"{ex.spec.name}: cannot prepare {bare} (is git installed there?): {out.strip()[-300:]}")
     held = [line.strip() for line in out.splitlines() if re.fullmatch(r"[0-9a-f]{40,64}", line.strip())]
-    sent, incremental = 0, False
+    sent, incremental, channel = 0, False, ""
     if commit not in held:
         local = [h for h in held if subprocess.run(["git", "-C", str(repo), "cat-file", "-e", f"{h}^{{commit}}"],
                                                    capture_output=True).returncode == 0]
@@ -80,7 +81,7 @@ def deliver(ex: SshExecutor, *, repo: Path, commit: str, workdir: str, project: 
             incremental = make_bundle(repo, commit, bundle, bases=local)
             sent = bundle.stat().st_size
             remote_bundle = f"{base}/incoming-{commit}.bundle"
-            ex.put(bundle, remote_bundle)
+            channel = ex.put(bundle, remote_bundle)
         code, out = ex.capture(f"git -C {q(bare)} fetch -q {q(remote_bundle)} HEAD:refs/relgate/{commit} 2>&1; "
                                f"rc=$?; rm -f {q(remote_bundle)}; exit $rc", timeout=600)
         if code != 0:
@@ -105,4 +106,4 @@ def deliver(ex: SshExecutor, *, repo: Path, commit: str, workdir: str, project: 
     sub = project_subdir.strip("/")
     project_dir = checkout if sub in ("", ".") else f"{checkout}/{sub}"
     return Delivery(commit=commit, checkout=checkout, project_dir=project_dir, bundle_bytes=sent,
-                    incremental=incremental, reused=reused)
+                    incremental=incremental, reused=reused, channel=channel)

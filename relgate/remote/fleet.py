@@ -8,7 +8,8 @@ host never runs two steps at a time (an exclusive host stays exclusive); the res
 back per host (Fabric's ``GroupResult`` habit). One host's failure never stops the others:
 a step that breaks its worker is ``error`` with the reason, and so is every step that host
 had left, while the other hosts run to the end. Steps listed as ``alone`` (multi-host steps,
-which occupy several hosts) run after the parallel part, one at a time.
+which occupy several hosts) run after the parallel part, one at a time; each of their roles
+gets a ledger row of its own beside the step's (:func:`relgate.remote.roles.record_roles`).
 
 On SIGTERM/Ctrl-C no new step starts; the command each worker is running, on an SSH host or
 on this machine, is stopped (its process group ended, through the executor's ``interrupt``:
@@ -156,9 +157,14 @@ def run_fleet(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
                 raise
             threads.shutdown(wait=True)
         alone_outcomes = []
+        if alone:
+            from relgate.remote.roles import record_roles  # a run with multi-host steps only
         for step in alone:
-            outcome = run_step(step, session=session, run_id=run_id, facts=facts, placed=pool.place(step),
-                               ledger=ledger, reuse=reuse)
+            try:
+                outcome = run_step(step, session=session, run_id=run_id, facts=facts, placed=pool.place(step),
+                                   ledger=ledger, reuse=reuse)
+            finally:  # each role's own row (host, board, log), however the step ended
+                record_roles(step, ledger=ledger, session=session, run_id=run_id, facts=facts)
             alone_outcomes.append(outcome)
             shared.finished(outcome)
     order = dict.fromkeys(e.host.name for placed in groups.values() for e, _ in placed)

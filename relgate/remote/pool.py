@@ -175,8 +175,9 @@ class RemoteExecutor:
                 return self._failed
             self._deliveries[side.commit] = d
             how = ("checkout reused" if d.reused else "checked out") + (
-                f", {'incremental' if d.incremental else 'full'} bundle of {d.bundle_bytes} bytes" if d.bundle_bytes
-                else ", commit already there")
+                f", {'incremental' if d.incremental else 'full'} bundle of {d.bundle_bytes} bytes"
+                + (f" over the exec channel ({self.ssh.no_sftp or 'transfer = exec'})" if d.channel == "exec" else "")
+                if d.bundle_bytes else ", commit already there")
             say(f"{self.host.name}: HEAD of {d.checkout} verified = {d.commit} ({how})")
             if side.dirty:
                 say("the local tree is dirty: the host runs the committed candidate only; the records say dirty")
@@ -227,8 +228,9 @@ class RemoteExecutor:
             message = f"evidence not brought back from {self.host.name}:{remote_evidence}: {exc}"
             sink.write(f"# relgate: {message}\n")
             return result if result.spawn_error else replace(result, spawn_error=message)
+        over = " over the exec channel" if got and (self.ssh.no_sftp or self.host.spec.transfer == "exec") else ""
         sink.write(f"# relgate: evidence {'fetched from' if got else 'not written at'} "
-                   f"{self.host.name}:{remote_evidence}\n")
+                   f"{self.host.name}:{remote_evidence}{over}\n")
         return result
 
     def _refused(self, request: CommandRequest, sink: LogSink, message: str, started: datetime) -> CommandResult:

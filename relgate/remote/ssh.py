@@ -237,6 +237,7 @@ class SshExecutor:
         self._conn: Connection | None = None
         self._lock = threading.Lock()
         self._stop: int | None = None  # the signal relgate was told to stop by (see interrupt)
+        self.no_sftp: str | None = None  # why SFTP is out, once the host refused the subsystem
 
     # --- the connection -------------------------------------------------------------------
 
@@ -260,6 +261,10 @@ class SshExecutor:
             if self._conn is not None:
                 self._conn.close()
                 self._conn = None
+
+    def transport(self) -> paramiko.Transport:
+        """The open connection's transport (connecting first when needed). Raises SshError."""
+        return self._transport()
 
     def _transport(self) -> paramiko.Transport:
         transport = self.connection().client.get_transport()
@@ -295,25 +300,18 @@ class SshExecutor:
         """``command`` with the host file's ``env`` exported first (PATH to a toolkit, …)."""
         return "".join(f"export {k}={shlex.quote(v)}; " for k, v in self.spec.env.items()) + command
 
-    def put(self, local: Path, remote: str) -> None:
-        try:
-            sftp = self.connection().sftp()
-            sftp.put(str(local), remote)
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise SshError(f"{self.spec.name}: cannot upload {local.name} to {remote}: {exc}") from None
+    def put(self, local: Path, remote: str) -> str:
+        """Upload a file (SFTP, or the exec channel: :mod:`relgate.remote.transfer`); the
+        channel it went over. Raises SshError."""
+        from relgate.remote import transfer
+
+        return transfer.put(self, local, remote)
 
     def get(self, remote: str, local: Path) -> bool:
         """Fetch a file; False when it does not exist on the host. Raises SshError otherwise."""
-        try:
-            sftp = self.connection().sftp()
-            try:
-                sftp.stat(remote)
-            except FileNotFoundError:
-                return False
-            sftp.get(remote, str(local))
-            return True
-        except (paramiko.SSHException, OSError, EOFError) as exc:
-            raise SshError(f"{self.spec.name}: cannot fetch {remote}: {exc}") from None
+        from relgate.remote import transfer
+
+        return transfer.get(self, remote, local)
 
     def _drop(self) -> None:
         with self._lock:

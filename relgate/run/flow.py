@@ -61,7 +61,7 @@ def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv:
     return summary
 
 
-def start_reports(options: RunOptions | None, *, run_id: str, session: str, facts: GitFacts) -> None:
+def start_reports(options: RunOptions | None, *, run_id: str | None, session: str, facts: GitFacts) -> None:
     """The reports ``options`` asks for, saying "running" (never green) until :func:`finish`
     replaces them: an interrupted run leaves no earlier run's green report behind."""
     if options is not None and (options.report or options.junit):

@@ -61,7 +61,7 @@ def summary_json(summary: RunSummary, *, require_all: bool = False) -> dict[str,
     }
 
 
-def write_running(*, json_path: Path | None, junit_path: Path | None, run_id: str, session: str,
+def write_running(*, json_path: Path | None, junit_path: Path | None, run_id: str | None, session: str,
                   facts: GitFacts) -> None:
     """At a run's start: reports that say "running", never green, so an interrupted run
     leaves no earlier run's green report behind (the end replaces them atomically)."""

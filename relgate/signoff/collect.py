@@ -122,6 +122,9 @@ def _template(ws: Workspace, spec: Spec) -> PlannedStep:
         names = [t.name for t in lanes.targets if t.name]
         raise InputError(f"{display_path(spec.source)}: {spec.name}.target: no target \"{spec.target}\" with a lane"
                          f"{did_you_mean(spec.target, names)}")
+    if lane not in lanes.lanes:
+        raise InputError(f"{display_path(spec.source)}: {spec.name}.target: \"{spec.target}\" is in the lane "
+                         f"\"{lane}\", which no lane defines (relgate census)")
     opts = lanes.options.get(spec.target, TargetOptions())
     command = target_command(ws.project, target, lanes.lanes[lane], opts)
     args = spec.args if isinstance(spec, MeasureSpec) else ()
