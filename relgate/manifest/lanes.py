@@ -24,6 +24,7 @@ from typing import Any
 
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.record import record
+from relgate.manifest.keys import BUILTIN_LANES, LANE_MODES, LANES
 from relgate.manifest.schema import Checker, did_you_mean, display_path, loads_toml, read_text, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec
 from relgate.manifest.targets import Target
@@ -37,7 +38,6 @@ __all__ = ["BUILTIN_LANES", "LANE_MODES", "LaneRow", "LanesFile", "LaneDef", "Ta
            "BUILTIN_LANE_DEFS", "read_lanes_file", "load_lanes", "FleetSpec", "RoleSpec", "MultiHostSpec",
            "parse_many_hosts", "LEADER"]
 
-BUILTIN_LANES = ("host", "gate", "contract", "record", "toolkit", "bench", "qualification")
 
 
 @record
@@ -132,7 +132,6 @@ def _line_of(lines: Sequence[str], key: str) -> int:
     return next((i + 1 for i, line in enumerate(lines) if pattern.match(line)), 0)
 
 
-LANE_MODES = ("all", "ignored", "named", "timing", "per-board")
 
 
 @record
@@ -190,7 +189,11 @@ class LanesSpec:
         return self.file.assignments
 
 
-_TARGET_KEYS = ("path", "command", "shell", "requires", "features", "timeout", "args", "env", "evidence", "skip")
+_TARGET_KEYS = LANES.top("target").entry().names()
+_LANE = LANES.top("lane").entry()
+_FLEET = LANES.top("fleet")
+_MULTIHOST = LANES.top("multihost").entry()
+_ROLE = _MULTIHOST.field("role").entry()
 
 
 def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
@@ -228,7 +231,7 @@ def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
 
 def _parse_lane(c: Checker, name: str, t: Mapping[str, Any]) -> LaneDef:
     prefix = f"lane.{name}"
-    c.keys(t, prefix, ("mode", "description"), required=("description",))
+    c.keys(t, prefix, _LANE.names(), required=_LANE.required_names())
     if name in BUILTIN_LANE_DEFS:
         c.problem(prefix, f'"{name}" is a built-in lane; pick another name')
     return LaneDef(name=name, mode=c.choice(t, prefix, "mode", LANE_MODES, default="all") or "all",
@@ -253,7 +256,7 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
         return None
     lanes_file = read_lanes_file(path)
     c = Checker(path)
-    options, lane_defs = _extras(c, lanes_file.tables, ("lanes", "target", "lane", *_MANY_HOSTS))
+    options, lane_defs = _extras(c, lanes_file.tables, LANES.names())
     checkers = [c]
     if project.lanes is not None and own.is_file():
         c2 = Checker(own)
@@ -263,7 +266,7 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
             c2.problem("lanes", f"the [lanes] table lives in {display_path(project.lanes)} (project.lanes); "
                                 "keep only [target.*] and [lane.*] here")
         more_targets, more_lanes = _extras(c2, {k: v for k, v in data.items() if k != "lanes"},
-                                           ("target", "lane", *_MANY_HOSTS))
+                                           tuple(n for n in LANES.names() if n != "lanes"))
         for name in set(more_targets) & set(options):
             c2.problem(f"target.{name}", f"also configured in {display_path(path)}")
         options.update(more_targets)
@@ -330,8 +333,6 @@ def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions], path: P
 
 DEFAULT_WORKERS = 8
 LEADER = "leader"
-_ROLE_KEYS = ("command", "shell", "count", "requires", "hosts", "env", "ready_line", "ready_port", "port",
-              "ready_timeout")
 
 
 @record
@@ -395,7 +396,7 @@ def _port(c: Checker, t: Mapping[str, Any], prefix: str, key: str) -> int | None
 
 
 def _parse_role(c: Checker, prefix: str, name: str, t: Mapping[str, Any]) -> RoleSpec | None:
-    c.keys(t, prefix, _ROLE_KEYS, required=("command",))
+    c.keys(t, prefix, _ROLE.names(), required=_ROLE.required_names())
     shell = bool(c.get(t, prefix, "shell", bool, False))
     raw = c.get(t, prefix, "command", (str, list))
     command = None
@@ -439,7 +440,7 @@ def _parse_role(c: Checker, prefix: str, name: str, t: Mapping[str, Any]) -> Rol
 
 def _parse_multihost(c: Checker, name: str, t: Mapping[str, Any], lanes: Mapping[str, LaneDef]) -> MultiHostSpec | None:
     prefix = f"multihost.{name}"
-    c.keys(t, prefix, ("lane", "role", "timeout", "worker_grace"), required=("lane", "role"))
+    c.keys(t, prefix, _MULTIHOST.names(), required=_MULTIHOST.required_names())
     lane = c.get(t, prefix, "lane", str)
     if lane is not None and lane not in lanes:
         c.problem(f"{prefix}.lane", f'no lane "{lane}"{did_you_mean(lane, lanes)}')
@@ -462,7 +463,7 @@ def parse_many_hosts(c: Checker, tables: Mapping[str, Any], lanes: Mapping[str, 
     fleet = None
     if "fleet" in tables:
         t = c.get(tables, "", "fleet", dict, {})
-        c.keys(t, "fleet", ("every_host", "workers"))
+        c.keys(t, "fleet", _FLEET.names())
         every = c.string_list(t, "fleet", "every_host")
         for i, lane in enumerate(every):
             if lane not in lanes:
