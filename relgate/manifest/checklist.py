@@ -167,8 +167,9 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
         elif not next(i for i in items if i.id == item_id).manual:
             c.problem(f"release.tag_requires[{j}]", f'"{item_id}" is not a manual item (a person attests it)')
     notes = tuple(c.string_list(rel, "release", "notes")) if "notes" in rel else (changelog,)
+    release_version = c.get(rel, "release", "version", str, version) or version  # checked before the raise
     c.raise_if_problems()
-    return ChecklistSpec(release=ReleaseSpec(version=c.get(rel, "release", "version", str, version) or version,
+    return ChecklistSpec(release=ReleaseSpec(version=release_version,
                                              boards=boards, backends=backends, notes=notes,
                                              tag_requires=tag_requires, backend_boards=tuple(backend_boards)),
                          items=tuple(items), source=Path(path))
