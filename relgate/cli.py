@@ -11,7 +11,6 @@ from typing import Any
 
 from relgate import __version__
 from relgate.core.errors import InputError, guarded
-from relgate.ledger.store import Ledger
 from relgate.manifest.options import add_run_options, options_from
 from relgate.manifest.workspace import Workspace
 
@@ -189,6 +188,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from relgate.run.flow import candidate_facts
 
     commit = resolve_commit(ws.project.root, args.commit) if args.commit else candidate_facts(ws).commit
+    from relgate.ledger.store import Ledger
+
     with Ledger.open(ws.home) as ledger:
         rows = ledger.steps(commit=commit, project=args.project)
     if args.json:

@@ -77,8 +77,6 @@ def read_cargo(root: Path, *, cargo: str | None = None) -> CargoFacts:
     declared = discover_cargo_targets(cargo_toml)  # also harness = false, which metadata does not carry
     harness = {(t.kind, t.name): t.harness for t in declared}
     exe = cargo or shutil.which("cargo")
-    data = read_toml(cargo_toml)
-    package = data.get("package") if isinstance(data.get("package"), dict) else {}
     if exe:
         meta = _cargo_metadata(exe, root)
         pkg = next((p for p in meta.get("packages", []) if Path(p.get("manifest_path", "")) == cargo_toml),
@@ -103,6 +101,8 @@ def read_cargo(root: Path, *, cargo: str | None = None) -> CargoFacts:
         return CargoFacts(name=pkg.get("name", root.name), version=pkg.get("version"), targets=tuple(targets),
                           features=features, has_lib=has_lib, locked=(root / "Cargo.lock").is_file(),
                           source="cargo metadata")
+    data = read_toml(cargo_toml)
+    package = data.get("package") if isinstance(data.get("package"), dict) else {}
     targets = [CargoTarget(name=t.name or "", kind=t.kind, path=t.path or "", required_features=t.required_features,
                            harness=t.harness) for t in declared if t.name]
     return CargoFacts(name=str(package.get("name", root.name)), version=package_version(cargo_toml),
@@ -127,10 +127,14 @@ def _cargo_metadata(exe: str, root: Path) -> dict[str, Any]:
 
 
 def _relative(root: Path, path: str) -> str:
+    """cargo's absolute ``src_path`` relative to the crate root (cargo prints canonical paths)."""
     try:
-        return PurePosixPath(Path(path).resolve().relative_to(root)).as_posix()
+        return PurePosixPath(path).relative_to(root.as_posix()).as_posix()
     except ValueError:
-        return path
+        try:
+            return PurePosixPath(Path(path).resolve().relative_to(root)).as_posix()
+        except ValueError:
+            return path
 
 
 # --- make ----------------------------------------------------------------------------------
