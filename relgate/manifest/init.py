@@ -305,8 +305,18 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
              ("no-warnings", "No compiler warning in any release or test build", 'auto = "warnings"')]
     items += [(f"lane-{lane}", f"Every {lane}-lane target passed on every board", f'auto = "lane:{lane}"')
               for lane in lanes_used]
+    package_how = 'auto = "package"'
+    if kind == "cargo":  # the package_verify steps this crate has: a bench or tool it lacks is a skip there
+        steps = ["export", "package", "extract", "inspect", *(["offline-lib"] if cargo.has_lib else []),
+                 "offline-tests"]
+        if any("qualification" in t.required_features or t.path.startswith("tools/qualification/")
+               for t in cargo.targets):
+            steps.append("offline-tool")
+        if any(t.kind == "bench" for t in cargo.targets):
+            steps.append("offline-bench")
+        package_how += "\ntargets = [" + ", ".join(_q(s) for s in steps) + "]"
     items += [("evidence", "Evidence clean against the last accepted release", 'auto = "evidence"'),
-              ("package", "Package built from the commit and verified offline", 'auto = "package"'),
+              ("package", "Package built from the commit and verified offline", package_how),
               ("ci-green", "CI is green on the release commit", "manual = true"),
               ("maintainer-approval", "A maintainer approved the release", "manual = true")]
     chk = ["# The sign-off: `nox -s signoff` evaluates every item for the candidate commit; `nox -s tag`",
