@@ -175,6 +175,10 @@ def test_init_on_the_c_example_then_nox_host_is_green(tinyinfer):
     drifted = relgate(root, "init", "--check")
     assert drifted.returncode == 1
     assert drifted.stdout.strip() == "new Makefile target soak: named in no command of manifests"
+    make.write_text(make.read_text().replace("\ntest: cpu", "\nunit: cpu"))  # `make test` is gone
+    gone = relgate(root, "init", "--check")
+    assert gone.returncode == 1
+    assert "manifests/builds.toml: runs make test, which Makefile no longer has" in gone.stdout.splitlines()
 
 
 def test_init_on_relgate_itself_then_host_and_package_verify_are_green(tmp_path):

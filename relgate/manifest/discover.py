@@ -176,7 +176,8 @@ def make_targets_of(database: str, root: Path) -> list[str]:
     """The explicit targets in ``make -p`` output: each rule paragraph of the ``# Files``
     section that is a target (not ``# Not a target:``), less special targets (``.PHONY``),
     pattern rules (``%``), paths (``build/x.o``), files that exist and non-phony targets
-    other rules depend on (a build folder); phony targets are kept whatever their name."""
+    other rules depend on (a build folder), and names with no rule (listed in ``.PHONY``
+    only); phony targets with a rule are kept whatever their name."""
     start = database.find("\n# Files\n")
     end = database.find("\n# Finished Make data base", start)
     section = database[start:end] if start >= 0 else ""
@@ -194,8 +195,11 @@ def make_targets_of(database: str, root: Path) -> list[str]:
         if head == ".PHONY":
             phony.update(deps.lstrip(":").split())
             continue
+        deps_list = deps.lstrip(":").replace("|", " ").split()
+        if not deps_list and not any(line.startswith("\t") for line in lines):
+            continue  # no rule: a name .PHONY lists, nothing makes it
         names += head.split()
-        prerequisites.update(d for d in deps.lstrip(":").replace("|", " ").split())
+        prerequisites.update(deps_list)
     out = []
     for name in dict.fromkeys(names):
         if name in phony:

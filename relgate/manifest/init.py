@@ -422,7 +422,7 @@ def write_plan(plan: InitPlan, *, force: bool = False) -> list[tuple[Path, str]]
 # --- init --check ----------------------------------------------------------------------------
 
 
-_MAKE_WORD = re.compile(r"\bmake\s+((?:[A-Za-z0-9][\w.-]*\s*)+)")
+_MAKE_WORD = re.compile(r"\bmake\s+((?:[A-Za-z0-9][\w.=-]*[ \t]*)+)")
 
 
 def drift(root: Path, manifests: Path, *, kind: str | None = None) -> list[str]:
@@ -463,20 +463,29 @@ def drift(root: Path, manifests: Path, *, kind: str | None = None) -> list[str]:
                        f"{display_path(mdir / 'project.toml')}")
     elif kind == "make":
         facts_m = read_make(root)
-        known: set[str] = set()
-        for fname in ("builds.toml", "lanes.toml", "package.toml"):
-            path = mdir / fname
-            if path.is_file():
-                for m in _MAKE_WORD.finditer(path.read_text(encoding="utf-8", errors="replace")):
-                    known.update(m.group(1).split())
-        if project.lanes is not None and project.lanes.is_file():
-            for m in _MAKE_WORD.finditer(project.lanes.read_text(encoding="utf-8", errors="replace")):
-                known.update(m.group(1).split())
+        known: set[str] = set()  # every make target a manifest names, commented offers included
+        active: dict[str, str] = {}  # make target → the file of a command that runs it
+        files = [mdir / n for n in ("builds.toml", "lanes.toml", "package.toml")]
+        if project.lanes is not None:
+            files.append(project.lanes)
+        for path in files:
+            if not path.is_file():
+                continue
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                for m in _MAKE_WORD.finditer(line):
+                    words = [w for w in m.group(1).split() if "=" not in w]
+                    known.update(words)
+                    if not line.lstrip().startswith("#"):
+                        for word in words:
+                            active.setdefault(word, display_path(path))
         if facts_m.default_goal:
             known.add(facts_m.default_goal)
         for target in facts_m.targets:
             if target not in known:
                 out.append(f"new Makefile target {target}: named in no command of {display_path(mdir)}")
+        for target, where in active.items():
+            if target not in facts_m.targets:
+                out.append(f"{where}: runs make {target}, which {facts_m.makefile} no longer has")
     else:
         py = read_python(root)
         if project.version and py.version and py.version != project.version:
