@@ -215,7 +215,8 @@ def _cmd_evidence(args: argparse.Namespace) -> int:
 
 
 def _cmd_init(args: argparse.Namespace) -> int:
-    from relgate.manifest.init import drift, plan_init, write_plan
+    from relgate.manifest.drift import drift
+    from relgate.manifest.init import plan_init, write_plan
     from relgate.manifest.schema import display_path
 
     root = args.path.resolve()

@@ -5,30 +5,29 @@ files a person would write — ``project.toml``, ``builds.toml``, ``lanes.toml``
 project keeps its own ``[lanes]`` file, which is reused through ``lanes = "…"``, never
 copied), ``package.toml``, ``checklist.toml``, a commented ``measurements.toml``,
 ``hosts/local.toml`` and a ``noxfile.py`` when there is none — each commented and headed by
-the ``#:schema`` line editors read. :func:`write_plan` writes them, never over an existing
-file unless forced. :func:`drift` compares a fresh reading with the manifests.
+the ``#:schema`` line editors read (their text: :mod:`relgate.manifest.init_files`).
+:func:`write_plan` writes them, never over an existing
+file unless forced. ``init --check`` is :mod:`relgate.manifest.drift`.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
 from pathlib import Path
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
-from relgate.manifest.discover import CargoFacts, MakeFacts, PythonFacts, detect_kinds, read_cargo, read_make, \
-    read_python
+from relgate.manifest.discover import detect_kinds, read_cargo, read_make, read_python
+from relgate.manifest.init_files import (NOXFILE, UNASSIGNED, Reading, cargo_builds, checklist_toml, host_toml,
+                                         judged_targets, lanes_toml, make_builds, measurements_toml, package_toml,
+                                         project_toml, python_builds, quote)
 from relgate.manifest.keys import BUILTIN_LANES, PROJECT_KINDS
 from relgate.manifest.reference import schema_comment
 from relgate.manifest.schema import display_path
 
-__all__ = ["PlannedFile", "InitPlan", "plan_init", "write_plan", "drift", "pick_kind", "find_lanes_file",
+__all__ = ["PlannedFile", "InitPlan", "plan_init", "read_repository", "write_plan", "pick_kind", "find_lanes_file",
            "relgate_schemas"]
-
-UNASSIGNED = "?"
-_QUOTE = '"'
 
 
 @record
@@ -101,263 +100,73 @@ def _head(name: str, path: Path, schemas: Path | None, what: str, root: Path) ->
     return (line + "\n" if line else "") + what
 
 
-def _q(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _env_prefix(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9]", "_", name).upper()
-
-
-# --- per kind ------------------------------------------------------------------------------
-
-
-def _cargo_lane(t: object) -> str:
-    from relgate.manifest.discover import CargoTarget
-
-    assert isinstance(t, CargoTarget)
-    if t.kind == "bench" and not t.harness and t.path.startswith("benches/"):
-        return "bench"
-    if "qualification" in t.required_features and t.path.startswith("tools/qualification/"):
-        return "qualification"
-    return UNASSIGNED
-
-
-def _cargo(facts: CargoFacts) -> tuple[str, list[tuple[str, str, str]]]:
-    """builds.toml and (name, lane, what) for every target the census judges."""
-    locked = " --locked" if facts.locked else ""
-    features = list(facts.features)
-    sets = ["", *features] + ([",".join(features)] if len(features) > 1 else [])
-    lines = [
-        "# Release build, the feature matrix and the host checks `nox -s host` runs, in order, from the",
-        "# crate root. Every build must be warning-free (an [[release.NAME.allow]] rule with a reason",
-        "# accepts one warning).",
-        "",
-        "[release.default]",
-        'clean = "cargo clean --release"',
-        f'run = "cargo build --release{locked}"',
-        "",
-    ]
-    if features:
-        lines += [
-            "# cargo-hack's shape: no default features, each feature alone, all features.",
-            "[matrix.features]",
-            f'run = "cargo build --release{locked} --all-targets --no-default-features --features {{features}}"',
-            "features = [" + ", ".join(_q(s) for s in sets) + "]",
-            "",
-        ]
-    lines += ["[[check]]", 'name = "release"', 'release = "default"', ""]
-    if features:
-        lines += ["[[check]]", 'name = "features"', 'matrix = "features"', ""]
-    if facts.has_lib:
-        lines += ["[[check]]", 'name = "unit"', f'run = "cargo test --release{locked} --lib"', ""]
-    judged = [(t.name, _cargo_lane(t), f"{t.kind} {t.path}") for t in facts.targets
-              if t.kind in ("test", "bench") or t.path.startswith("tools/qualification/")]
-    return "\n".join(lines), judged
-
-
-def _make(facts: MakeFacts) -> str:
-    targets = list(facts.targets)
-    clean = "clean" in targets
-    test = next((t for t in ("test", "check") if t in targets), None)
-    goal = facts.default_goal if facts.default_goal in targets else None
-    lines = [
-        f"# Release builds and the host checks `nox -s host` runs, in order (read from make -pRrq on "
-        f"{facts.makefile}).",
-        "# A release target starts clean; its output must be warning-free.",
-        "",
-        "[release.default]",
-    ]
-    if clean:
-        lines.append('clean = "make clean"')
-    lines += [f'run = "make{" " + goal if goal else ""}"', ""]
-    offered = [t for t in targets if t not in ("clean", test, goal)]
-    if offered:
-        lines += ["# The Makefile's other targets, offered as release builds: uncomment the ones a release",
-                  "# must build (a target that needs a GPU toolkit: add requires = [\"nvcc\"]).", ""]
-        for t in offered:
-            lines += [f"# [release.{t}]"] + (['# clean = "make clean"'] if clean else []) + [f'# run = "make {t}"', ""]
-    lines += ["[[check]]", 'name = "release"', 'release = "default"', ""]
-    if test:
-        lines += ["[[check]]", f'name = "{test}"', f'run = "make {test}"', ""]
-    return "\n".join(lines)
-
-
-def _python(facts: PythonFacts) -> str:
-    lines = [
-        "# The release build (sdist and wheel) and the host checks `nox -s host` runs, in order.",
-        "",
-        "[release.dist]",
-        'run = "python -m build --outdir dist"',
-        "# setuptools prints `warning:` notes (MANIFEST.in patterns that match nothing, byte-compiling",
-        "# switched off) that are no compiler's; a package with C extensions sets deny.",
-        'warnings = "ignore"',
-        "",
-        "[[check]]",
-        'name = "release"',
-        'release = "dist"',
-        "",
-    ]
-    if facts.has_tests:
-        lines += ["[[check]]", 'name = "tests"', 'run = "python -m pytest -q"', ""]
-    return "\n".join(lines)
-
-
-# --- the plan --------------------------------------------------------------------------------
+def read_repository(root: Path, kind: str) -> tuple[Reading, str]:
+    """What init reads, and the builds.toml it makes of it."""
+    if kind == "cargo":
+        cargo = read_cargo(root)
+        return (Reading(kind=kind, name=cargo.name, version=cargo.version, source=cargo.source, facts=cargo,
+                        judged=judged_targets(cargo)), cargo_builds(cargo))
+    if kind == "make":
+        make = read_make(root)
+        return Reading(kind=kind, name=root.name, version=None, source="make -pRrq", facts=make), make_builds(make)
+    py = read_python(root)
+    return (Reading(kind=kind, name=py.name, version=py.version, source="pyproject.toml [project]", facts=py),
+            python_builds(py))
 
 
 def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = None,
               schemas: Path | None = None) -> InitPlan:
+    """Every file init would write for the repository at ``root`` (nothing is written)."""
     root = Path(root).resolve()
     if not root.is_dir():
         raise InputError(f"{display_path(root)}: no such folder")
     kind = pick_kind(root, kind)
     mdir = Path(manifests).resolve() if manifests is not None else root / "manifests"
     schemas = schemas if schemas is not None else relgate_schemas()
-    rel_root = Path(os.path.relpath(root, mdir)).as_posix()
+    reading, builds = read_repository(root, kind)
     lanes_file = find_lanes_file(root, skip=mdir)
-    judged: list[tuple[str, str, str]] = []
-    version: str | None = None
-    name = root.name
-    if kind == "cargo":
-        cargo = read_cargo(root)
-        builds, judged = _cargo(cargo)
-        name, version, source = cargo.name, cargo.version, cargo.source
-    elif kind == "make":
-        make = read_make(root)
-        builds, source = _make(make), "make -pRrq"
-    else:
-        py = read_python(root)
-        builds, name, version, source = _python(py), py.name, py.version, "pyproject.toml [project]"
-
-    files: list[PlannedFile] = []
-
-    def add(fname: str, schema: str, text: str, *, folder: Path = mdir, keep: bool = False) -> None:
-        path = folder / fname
-        files.append(PlannedFile(path=path, text=_head(schema, path, schemas, text, root).rstrip("\n") + "\n",
-                                 keep_existing=keep))
-
-    # project.toml
-    changelog = next((n for n in ("CHANGELOG.md", "CHANGES.md") if (root / n).is_file()), None)
-    lines = [f"# Written by relgate init from {source}. Paths are relative to this folder.", "[project]",
-             f"name = {_q(name)}", f"root = {_q(rel_root)}", f"kind = {_q(kind)}"]
-    if version:
-        lines.append(f"version = {_q(version)}")
-    if changelog:
-        lines.append(f"changelog = {_q(changelog)}")
-    lines.append(f'# evidence_env = "{_env_prefix(name)}_EVIDENCE"   # the variable your tests append evidence '
-                 "cells to (default RELGATE_EVIDENCE)")
-    if lanes_file is not None:
-        lines.append(f"lanes = {_q(lanes_file.relative_to(root).as_posix())}   # the project's own lane table")
-    add("project.toml", "project", "\n".join(lines))
-    add("builds.toml", "builds", builds)
-
-    # lanes: reuse the project's own file; otherwise a table with one row per target
-    unassigned: list[str]
-    if lanes_file is not None:
+    lanes_rel = lanes_file.relative_to(root).as_posix() if lanes_file is not None else None
+    if lanes_file is not None:  # reused: the census names what it lacks
         from relgate.manifest.lanes import read_lanes_file
 
         have = read_lanes_file(lanes_file).assignments
-        unassigned = [n for n, _, _ in judged if n not in have]
+        unassigned = [n for n, _, _ in reading.judged if n not in have]
+        used = set(have.values())
     else:
-        unassigned = [n for n, lane, _ in judged if lane == UNASSIGNED]
-        rows = ["# Which lane each target runs in. A target marked \"?\" has none yet: the census names it",
-                f"# until it gets one ({', '.join(BUILTIN_LANES)}, or a [lane.NAME] of your own).",
-                "", "[lanes]"]
-        for tname, lane, what in judged:
-            row = f"{_q(tname)} = {_q(lane)}"
-            rows.append(f"# {row}   # {what}" if lane == UNASSIGNED else f"{row}   # {what}")
-        if kind != "cargo":
-            rows += ["", f"# A {kind} project declares its targets here, each with the command that runs it:",
-                     "# \"smoke\" = \"gate\"", "# [target.smoke]", "# path = \"tests/smoke.sh\"",
-                     f"# command = {_q('make smoke' if kind == 'make' else 'python -m pytest -q tests/test_smoke.py')}"]
-        add("lanes.toml", "lanes", "\n".join(rows))
-
-    # package.toml
-    pkg = ["# What `nox -s package_verify` and `nox -s publish_dry_run` check.", "", "[package]"]
-    if kind == "cargo" and lanes_file is not None:
-        pkg.append(f"fixtures = [{_q(lanes_file.relative_to(root).as_posix())}]   # the census reads it in the "
-                   "published crate too")
-    if kind == "make":
-        pkg.append('build_command = "make"')
-        make_test = "test" if "test" in make.targets else "check" if "check" in make.targets else None
-        pkg.append(f'test_command = "make {make_test}"' if make_test else '# test_command = "make test"')
-    if kind == "python":
-        if "test" in py.extras:
-            pkg.append('extras = ["test"]               # installed with the wheel')
-        pkg.append('# test_command = "python -m pytest -q tests"   # the sdist\'s tests, offline (default pytest)')
-    pkg += ["", "[publish]"]
-    if kind == "cargo":
-        pkg.append('# registry = "local"   # cargo publish --locked --dry-run --registry NAME')
-    if kind == "python" and py.lock:
-        pkg.append(f"lock = {_q(py.lock)}   # publish_dry_run fails when it drifts")
-    add("package.toml", "package", "\n".join(pkg))
-
-    # checklist.toml
-    lanes_used = sorted({lane for _, lane, _ in judged if lane != UNASSIGNED},
-                        key=lambda lane: BUILTIN_LANES.index(lane) if lane in BUILTIN_LANES else 99)
-    if lanes_file is not None:
-        from relgate.manifest.lanes import read_lanes_file
-
-        used = set(read_lanes_file(lanes_file).assignments.values())
-        lanes_used = [lane for lane in BUILTIN_LANES if lane in used] + sorted(used - set(BUILTIN_LANES))
-    items = [("host", "Host checks passed (census, release builds, tests, diff check)", 'auto = "session:host"'),
-             ("no-warnings", "No compiler warning in any release or test build", 'auto = "warnings"')]
-    items += [(f"lane-{lane}", f"Every {lane}-lane target passed on every board", f'auto = "lane:{lane}"')
-              for lane in lanes_used]
-    package_how = 'auto = "package"'
-    if kind == "cargo":  # the package_verify steps this crate has: a bench or tool it lacks is a skip there
-        steps = ["export", "package", "extract", "inspect", *(["offline-lib"] if cargo.has_lib else []),
-                 "offline-tests"]
-        if any("qualification" in t.required_features or t.path.startswith("tools/qualification/")
-               for t in cargo.targets):
-            steps.append("offline-tool")
-        if any(t.kind == "bench" for t in cargo.targets):
-            steps.append("offline-bench")
-        package_how += "\ntargets = [" + ", ".join(_q(s) for s in steps) + "]"
-    items += [("evidence", "Evidence clean against the last accepted release", 'auto = "evidence"'),
-              ("package", "Package built from the commit and verified offline", package_how),
-              ("ci-green", "CI is green on the release commit", "manual = true"),
-              ("maintainer-approval", "A maintainer approved the release", "manual = true")]
-    chk = ["# The sign-off: `nox -s signoff` evaluates every item for the candidate commit; `nox -s tag`",
-           "# refuses until it is complete. Boards: the machines the release is qualified on (a host",
-           "# without a GPU board is \"host:NAME\").", "", "[release]", 'boards = ["host:local"]',
-           'tag_requires = ["ci-green", "maintainer-approval"]']
-    for item_id, title, how in items:
-        chk += ["", "[[item]]", f"id = {_q(item_id)}", f"title = {_q(title)}", how]
-    add("checklist.toml", "checklist", "\n".join(chk))
-
-    add("measurements.toml", "measurements", "\n".join([
-        "# Measurements for the sign-off: what a bench target measures and the policy that compares the",
-        "# previous release with the candidate (see docs/manifests.md). An example, to fill in:",
-        "#",
-        "# [measure.speed]",
-        '# target = "my_bench"                  # the bench-lane target that writes the rows',
-        f'# file_env = "{_env_prefix(name)}_MEASURE"    # relgate points it at a fresh file (or output = "stdout")',
-        '# format = "csv"                       # csv | tsv | jsonl | kv',
-        '# key = ["case"]                       # the columns that name a row',
-        '# metrics = { ns_per_iter = "lower" }  # higher | lower | equal is better',
-        '# metadata = ["board", "commit", "source_hash"]',
-        "# runs = 3",
-        "# warmup = 1",
-    ]))
-    add("local.toml", "host", "\n".join([
-        "# This machine. Board, driver, toolkit and capabilities (nvcc, cuda, sm90, …) are detected",
-        "# (nvidia-smi, nvcc --version, tools on PATH); anything declared here is added.",
-        "[host]", 'name = "local"', 'kind = "local"', "detect = true"]), folder=root / "hosts", keep=True)
+        unassigned = [n for n, lane, _ in reading.judged if lane == UNASSIGNED]
+        used = {lane for _, lane, _ in reading.judged if lane != UNASSIGNED}
+    lanes_used = [lane for lane in BUILTIN_LANES if lane in used] + sorted(used - set(BUILTIN_LANES))
+    changelog = next((n for n in ("CHANGELOG.md", "CHANGES.md") if (root / n).is_file()), None)
+    texts = [("project.toml", "project", project_toml(reading, rel_root=Path(os.path.relpath(root, mdir)).as_posix(),
+                                                      lanes=lanes_rel, changelog=changelog)),
+             ("builds.toml", "builds", builds)]
+    if lanes_file is None:
+        texts.append(("lanes.toml", "lanes", lanes_toml(reading)))
+    texts += [("package.toml", "package", package_toml(reading, lanes=lanes_rel)),
+              ("checklist.toml", "checklist", checklist_toml(reading, lanes_used=lanes_used)),
+              ("measurements.toml", "measurements", measurements_toml(reading))]
+    files = [PlannedFile(path=mdir / name, text=_head(schema, mdir / name, schemas, text, root).rstrip("\n") + "\n")
+             for name, schema, text in texts]
+    host = root / "hosts" / "local.toml"
+    files.append(PlannedFile(path=host, text=_head("host", host, schemas, host_toml(), root) + "\n",
+                             keep_existing=True))
     if not (root / "noxfile.py").exists():
-        files.append(PlannedFile(path=root / "noxfile.py", text=_NOXFILE.format(manifests=_q(
-            Path(os.path.relpath(mdir, root)).as_posix())), keep_existing=True))
+        files.append(PlannedFile(path=root / "noxfile.py", keep_existing=True,
+                                 text=NOXFILE.format(manifests=quote(Path(os.path.relpath(mdir, root)).as_posix()))))
+    return InitPlan(root=root, kind=kind, manifests=mdir, files=tuple(files), unassigned=tuple(unassigned),
+                    lanes_file=lanes_file, source=reading.source, next_commands=_next_commands(root, mdir))
+
+
+def _next_commands(root: Path, mdir: Path) -> tuple[str, ...]:
+    """check, census, nox -s host — as typed where the person stands."""
     here = Path.cwd().resolve() == root
-    shown_m = Path(os.path.relpath(mdir, root)).as_posix() if here else str(mdir)
+    shown = Path(os.path.relpath(mdir, root)).as_posix() if here else str(mdir)
     ws = "" if here else f" --workspace {root}"
     nox_f = "" if here else f" -f {root / 'noxfile.py'}"
     ours = not (root / "noxfile.py").exists() or _is_ours(root / "noxfile.py")
-    env = "" if ours and mdir == root / "manifests" else f"RELGATE_MANIFESTS={shown_m} "
-    next_commands = (f"relgate{ws} --manifests {shown_m} check", f"relgate{ws} --manifests {shown_m} census",
-                     f"{env}nox{nox_f} -s host")
-    return InitPlan(root=root, kind=kind, manifests=mdir, files=tuple(files), unassigned=tuple(unassigned),
-                    lanes_file=lanes_file, source=source, next_commands=next_commands)
+    env = "" if ours and mdir == root / "manifests" else f"RELGATE_MANIFESTS={shown} "
+    return (f"relgate{ws} --manifests {shown} check", f"relgate{ws} --manifests {shown} census",
+            f"{env}nox{nox_f} -s host")
 
 
 def _is_ours(noxfile: Path) -> bool:
@@ -365,27 +174,6 @@ def _is_ours(noxfile: Path) -> bool:
         return "written by relgate init" in noxfile.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
-
-
-_NOXFILE = '''"""relgate's sessions for this repository (written by relgate init).
-
-    nox -s host            the lane census and the host checks (manifests/builds.toml)
-    nox -s gate contract   the lanes;  nox -l lists every session
-"""
-
-import os
-from pathlib import Path
-
-import relgate
-
-HERE = Path(__file__).resolve().parent
-os.environ.setdefault("RELGATE_MANIFESTS", str(HERE / {manifests}))
-os.environ.setdefault("RELGATE_HOSTS", str(HERE / "hosts"))
-os.environ.setdefault("RELGATE_HOME", str(HERE / ".relgate"))
-# The sessions live beside the relgate package (its checkout or sdist): register them here.
-_SESSIONS = Path(relgate.__file__).resolve().parent.parent / "noxfile.py"
-exec(compile(_SESSIONS.read_text(), str(_SESSIONS), "exec"), {{"__file__": str(_SESSIONS), "__name__": "relgate_noxfile"}})
-'''
 
 
 def write_plan(plan: InitPlan, *, force: bool = False) -> list[tuple[Path, str]]:
@@ -417,78 +205,3 @@ def write_plan(plan: InitPlan, *, force: bool = False) -> list[tuple[Path, str]]
             out.write("\n".join(missing) + "\n")
         done.append((ignore, "added " + " ".join(missing) + " to"))
     return done
-
-
-# --- init --check ----------------------------------------------------------------------------
-
-
-_MAKE_WORD = re.compile(r"\bmake\s+((?:[A-Za-z0-9][\w.=-]*[ \t]*)+)")
-
-
-def drift(root: Path, manifests: Path, *, kind: str | None = None) -> list[str]:
-    """One line per difference between the repository and its manifests (empty: none)."""
-    from relgate.manifest.lanes import read_lanes_file
-    from relgate.manifest.schema import read_toml
-    from relgate.manifest.specs import parse_project
-
-    mdir = Path(manifests).resolve()
-    project = parse_project(read_toml(mdir / "project.toml"), path=mdir / "project.toml")
-    root = project.root
-    kind = kind or project.kind
-    out: list[str] = []
-    lanes_path = project.lanes or (mdir / "lanes.toml")
-    rows = read_lanes_file(lanes_path).assignments if lanes_path.is_file() else {}
-    shown_lanes = display_path(lanes_path)
-    if kind == "cargo":
-        facts = read_cargo(root)
-        judged = [t for t in facts.targets if t.kind in ("test", "bench") or t.path.startswith("tools/qualification/")]
-        names = {t.name for t in facts.targets}
-        for t in judged:
-            if t.name not in rows:
-                out.append(f"new target {t.name} ({t.kind} {t.path}): no lane in {shown_lanes}")
-        for target in rows:
-            if target not in names:
-                out.append(f"{shown_lanes}: lane row for a removed target {target}")
-        builds = mdir / "builds.toml"
-        if builds.is_file():
-            matrix = read_toml(builds).get("matrix", {})
-            listed = {f for m in matrix.values() if isinstance(m, dict)
-                      for s in m.get("features", []) if isinstance(s, str) for f in s.split(",") if f}
-            for feature in facts.features:
-                if matrix and feature not in listed:
-                    out.append(f"new feature {feature} (Cargo.toml): in no feature set of "
-                               f"{display_path(builds)} [matrix]")
-        if project.version and facts.version and facts.version != project.version:
-            out.append(f"version {facts.version} in Cargo.toml, {project.version} in "
-                       f"{display_path(mdir / 'project.toml')}")
-    elif kind == "make":
-        facts_m = read_make(root)
-        known: set[str] = set()  # every make target a manifest names, commented offers included
-        active: dict[str, str] = {}  # make target → the file of a command that runs it
-        files = [mdir / n for n in ("builds.toml", "lanes.toml", "package.toml")]
-        if project.lanes is not None:
-            files.append(project.lanes)
-        for path in files:
-            if not path.is_file():
-                continue
-            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-                for m in _MAKE_WORD.finditer(line):
-                    words = [w for w in m.group(1).split() if "=" not in w]
-                    known.update(words)
-                    if not line.lstrip().startswith("#"):
-                        for word in words:
-                            active.setdefault(word, display_path(path))
-        if facts_m.default_goal:
-            known.add(facts_m.default_goal)
-        for target in facts_m.targets:
-            if target not in known:
-                out.append(f"new Makefile target {target}: named in no command of {display_path(mdir)}")
-        for target, where in active.items():
-            if target not in facts_m.targets:
-                out.append(f"{where}: runs make {target}, which {facts_m.makefile} no longer has")
-    else:
-        py = read_python(root)
-        if project.version and py.version and py.version != project.version:
-            out.append(f"version {py.version} in pyproject.toml, {project.version} in "
-                       f"{display_path(mdir / 'project.toml')}")
-    return out

@@ -139,7 +139,7 @@ def _type(k: Key) -> str:
         return f"table: NAME → {inner}"
     text = names.get(k.type, k.type)
     if k.choices:
-        text += ": " + " \\| ".join(f"`{c}`" for c in k.choices)
+        text += ": " + " | ".join(f"`{c}`" for c in k.choices)
     return text
 
 
