@@ -92,8 +92,51 @@ def _parse(spec: FileSpec, data: dict, tmp_path: Path) -> None:
         "checklist": lambda: parse_checklist(data, path=path),
         "intentional": lambda: parse_intentional(data, path=path),
         "package": lambda: parse_package(data, path=path, kind="cargo"),
+        "lanes": lambda: _lanes(data, path),
     }
     parsers[spec.name]()
+
+
+def _lanes(data: dict, path: Path) -> None:
+    """load_lanes on ``data`` written as the lanes file of a make project rooted at ``path``'s folder."""
+    from relgate.manifest.lanes import load_lanes
+    from relgate.manifest.specs import ProjectSpec
+
+    path.write_text(_toml_text(data))
+    project = ProjectSpec(name="x", root=path.parent, kind="make", version=None, changelog=None,
+                          evidence_env="X_EVIDENCE", source=path.parent / "project.toml", lanes=path)
+    load_lanes(project, path.parent / "elsewhere")
+
+
+def _toml_text(data: dict) -> str:
+    """A small TOML writer for the test's mappings (tables of scalars, arrays and inline tables)."""
+    def value(v):  # noqa: ANN001, ANN202
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        if isinstance(v, (int, float)):
+            return repr(v)
+        if isinstance(v, str):
+            return json.dumps(v)
+        if isinstance(v, list):
+            return "[" + ", ".join(value(x) for x in v) + "]"
+        return "{ " + ", ".join(f"{json.dumps(k)} = {value(x)}" for k, x in v.items()) + " }"
+
+    out: list[str] = []
+
+    def table(name: str, t: dict) -> None:
+        scalars = {k: v for k, v in t.items() if not isinstance(v, dict)}
+        out.append(f"[{name}]")
+        out.extend(f"{json.dumps(k)} = {value(v)}" for k, v in scalars.items())
+        for k, v in t.items():
+            if isinstance(v, dict):
+                table(f"{name}.{json.dumps(k)}", v)
+
+    for name, t in data.items():
+        if isinstance(t, dict):
+            table(json.dumps(name), t)
+        else:
+            out.insert(0, f"{json.dumps(name)} = {value(t)}")
+    return "\n".join(out) + "\n"
 
 
 _WRONG = {"string": 12345, "integer": "x", "number": "x", "boolean": "yes", "strings": "x", "command": 5,
@@ -116,8 +159,8 @@ def _tables(spec: FileSpec, data: dict) -> list[tuple[str, list, Key]]:
     return out
 
 
-@pytest.mark.parametrize("name", ["project", "builds", "host", "measurements", "checklist", "intentional",
-                                  "package"])
+@pytest.mark.parametrize("name", ["project", "builds", "lanes", "host", "measurements", "checklist",
+                                  "intentional", "package"])
 def test_declared_types_agree_with_the_validator(name, tmp_path):
     """Each file's example passes both; a wrong-typed value of every declared key fails both,
     and the validator names that key."""
@@ -160,6 +203,8 @@ _BROKEN = [
     ("builds.toml", "[release.cpu]\nrun = \"make cpu\"\ntimeout = \"10\"\n", "release.cpu.timeout"),
     ("project.toml", None, "project.kind"),
     ("checklist.toml", None, "item[0].id"),
+    ("lanes.toml", None, "target.kernels-cpu.timeout"),
+    ("hosts/local.toml", "[host]\nname = \"local\"\nport = 70000\n", "host.port"),
 ]
 
 
@@ -172,18 +217,22 @@ def test_a_broken_manifest_fails_the_schema_and_relgate_check(fname, text, dotte
     project = manifests / "project.toml"
     project.write_text(project.read_text().replace('root = "../examples/tinyinfer"',
                                                    f'root = "{REPO / "examples" / "tinyinfer"}"'))
-    target = manifests / fname
+    hosts = tmp_path / "hosts"
+    shutil.copytree(REPO / "hosts", hosts)
+    target = (tmp_path / fname) if fname.startswith("hosts/") else manifests / fname
     if text is not None:
         target.write_text(text)
     elif fname == "project.toml":
         target.write_text(target.read_text().replace('kind = "make"', 'kind = "mkae"'))
+    elif fname == "lanes.toml":
+        target.write_text(target.read_text().replace('command = "make test"\n', 'command = "make test"\ntimeout = "10"\n'))
     else:
         target.write_text(target.read_text().replace('id = "host"', 'id = "Host Checks"', 1))
     data = tomllib.loads(target.read_text())
-    errors = list(_schema(fname.removesuffix(".toml")).iter_errors(data))
+    errors = list(_schema("host" if fname.startswith("hosts/") else fname.removesuffix(".toml")).iter_errors(data))
     assert errors, f"the schema accepts the broken {fname}"
-    assert main(["--workspace", str(REPO), "--manifests", str(manifests), "--hosts", str(REPO / "hosts"),
+    assert main(["--workspace", str(REPO), "--manifests", str(manifests), "--hosts", str(hosts),
                  "--home", str(tmp_path / "home"), "check"]) == 2
     err = capsys.readouterr().err
-    assert f"{fname}: {dotted}" in err, err
+    assert f"{Path(fname).name}: {dotted}" in err, err
     assert "Traceback" not in err
