@@ -28,6 +28,30 @@ def relgate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return run(root, sys.executable, "-m", "relgate.cli", *args)
 
 
+def assert_schema_headed_and_valid(folder: Path, hosts: Path) -> None:
+    """Every file init wrote starts with a #:schema line naming an existing schema, and validates against it."""
+    import json
+    from urllib.parse import urlsplit
+
+    from jsonschema import Draft202012Validator
+
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover
+        import tomli as tomllib
+    files = [*sorted(folder.glob("*.toml")), hosts / "local.toml"]
+    assert len(files) >= 6, files
+    for path in files:
+        first = path.read_text().splitlines()[0]
+        assert first.startswith("#:schema "), (path, first)
+        where = first.split(" ", 1)[1]
+        schema = Path(urlsplit(where).path) if where.startswith("file://") else path.parent / where
+        assert schema.is_file(), (path, where)
+        assert schema.name == ("host" if path.parent == hosts else path.stem) + ".schema.json"
+        errors = list(Draft202012Validator(json.loads(schema.read_text())).iter_errors(tomllib.loads(path.read_text())))
+        assert not errors, (path, [e.message for e in errors])
+
+
 def _bare_crate(scankern: Project) -> Path:
     """The Rust example without its manifest folder (its qual/lanes.toml kept), committed."""
     shutil.rmtree(scankern.root / "manifests")
@@ -53,6 +77,7 @@ def test_init_on_the_rust_example_reuses_its_lanes_file_and_checks_clean(scanker
     for name in ("builds", "package", "checklist", "measurements"):
         assert (root / "manifests" / f"{name}.toml").is_file()
     assert 'detect = true' in (root / "hosts" / "local.toml").read_text()
+    assert_schema_headed_and_valid(root / "manifests", root / "hosts")
     assert done.stdout.rstrip().splitlines()[-3:] == ["  relgate --manifests manifests check",
                                                       "  relgate --manifests manifests census", "  nox -s host"]
     check = relgate(root, "--manifests", "manifests", "check")
@@ -162,6 +187,7 @@ def test_init_on_the_c_example_then_nox_host_is_green(tinyinfer):
     assert 'run = "make all"' in builds and 'clean = "make clean"' in builds and 'run = "make test"' in builds
     assert '# run = "make cuda"' in builds  # offered, not switched on
     assert (root / "noxfile.py").is_file()
+    assert_schema_headed_and_valid(root / "manifests", root / "hosts")
     tinyinfer.commit("relgate init")
     host = run(root, sys.executable, "-m", "nox", "-s", "host")
     assert host.returncode == 0, host.stdout[-3000:] + host.stderr[-3000:]
