@@ -236,3 +236,17 @@ def test_a_broken_manifest_fails_the_schema_and_relgate_check(fname, text, dotte
     err = capsys.readouterr().err
     assert f"{Path(fname).name}: {dotted}" in err, err
     assert "Traceback" not in err
+
+
+def test_relgate_schema_prints_what_is_checked_in(tmp_path, capsys):
+    from relgate.cli import main
+
+    assert main(["schema", "builds"]) == 0
+    assert capsys.readouterr().out == (REPO / "schemas" / "builds.schema.json").read_text()
+    assert main(["schema", "--markdown"]) == 0
+    assert capsys.readouterr().out == (REPO / "docs" / "manifests.md").read_text()
+    assert main(["schema", "bulids"]) == 2
+    assert 'schema bulids: no such manifest file — did you mean "builds"?' in capsys.readouterr().err
+    assert main(["schema", "--write", "--out", str(tmp_path)]) == 0  # one command regenerates all of it
+    written = sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*") if p.is_file())
+    assert written == sorted(reference.generated_files())
