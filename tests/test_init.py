@@ -232,3 +232,28 @@ def test_init_on_relgate_itself_then_host_and_package_verify_are_green(tmp_path)
     verify = run(root, *env_root, sys.executable, "-m", "nox", "-s", "package_verify")
     assert verify.returncode == 0, verify.stdout[-4000:] + verify.stderr[-3000:]
     assert "Session package_verify was successful" in verify.stdout + verify.stderr
+
+
+def test_the_cargo_toml_fallback_reads_what_cargo_metadata_reads(monkeypatch):
+    import relgate.manifest.discover as discover
+
+    crate = REPO / "examples" / "scankern"
+    real = discover.read_cargo(crate)
+    assert real.source == "cargo metadata"
+    monkeypatch.setattr(discover.shutil, "which", lambda name: None)  # no cargo on this machine
+    fallback = discover.read_cargo(crate)
+    assert fallback.source == "Cargo.toml"
+    assert sorted(fallback.targets, key=lambda t: (t.kind, t.name)) == sorted(real.targets, key=lambda t: (t.kind, t.name))
+    assert (fallback.name, fallback.version, fallback.features, fallback.has_lib, fallback.locked) == \
+        (real.name, real.version, real.features, real.has_lib, real.locked)
+
+
+def test_a_virtual_workspace_is_refused_naming_the_file(tmp_path):
+    (tmp_path / "a" / "src").mkdir(parents=True)
+    (tmp_path / "Cargo.toml").write_text('[workspace]\nmembers = ["a"]\n')
+    (tmp_path / "a" / "Cargo.toml").write_text('[package]\nname = "a"\nversion = "0.1.0"\nedition = "2021"\n')
+    (tmp_path / "a" / "src" / "lib.rs").write_text("")
+    done = relgate(tmp_path, "init")
+    assert done.returncode == 2
+    assert "Cargo.toml: cargo metadata lists no package (a virtual workspace manifest" in done.stderr
+    assert not (tmp_path / "manifests").exists()

@@ -79,8 +79,7 @@ def read_cargo(root: Path, *, cargo: str | None = None) -> CargoFacts:
     exe = cargo or shutil.which("cargo")
     if exe:
         meta = _cargo_metadata(exe, root)
-        pkg = next((p for p in meta.get("packages", []) if Path(p.get("manifest_path", "")) == cargo_toml),
-                   (meta.get("packages") or [None])[0])
+        pkg = next((p for p in meta.get("packages", []) if Path(p.get("manifest_path", "")) == cargo_toml), None)
         if pkg is None:
             raise InputError(f"{display_path(cargo_toml)}: cargo metadata lists no package (a virtual workspace "
                              "manifest: run relgate init in a member crate)")
