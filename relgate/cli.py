@@ -238,6 +238,9 @@ def _cmd_init(args: argparse.Namespace) -> int:
             state = " (exists)" if f.path.exists() else ""
             print(f"--- {display_path(f.path)}{state}")
             print(f.text.rstrip("\n"))
+        if plan.gitignore:
+            print(f"--- {display_path(plan.root / '.gitignore')} (appended)")
+            print("\n".join(plan.gitignore))
         print("--dry-run: nothing written")
     else:
         for path, what in write_plan(plan, force=args.force):

@@ -101,6 +101,7 @@ def test_init_on_the_rust_example_reuses_its_lanes_file_and_checks_clean(scanker
     for name in ("project", "builds", "package", "checklist", "measurements"):
         assert f"--- elsewhere/{name}.toml" in dry.stdout
     assert "--- hosts/local.toml (exists)" in dry.stdout and "nothing written" in dry.stdout
+    assert ".gitignore (appended)" not in dry.stdout  # .relgate/ is in it already
 
     # --force replaces them.
     (root / "manifests" / "builds.toml").write_text("# mine\n")
@@ -166,6 +167,10 @@ def test_several_kinds_ask_for_kind(tmp_path):
     assert "found Makefile (make), pyproject.toml (python); say which one to qualify with --kind make|python" \
         in done.stderr
     assert not (tmp_path / "manifests").exists()
+    dry = relgate(tmp_path, "init", "--kind", "make", "--dry-run")
+    assert dry.returncode == 0, dry.stderr
+    assert "--- .gitignore (appended)\n.relgate/\n" in dry.stdout and "--- noxfile.py\n" in dry.stdout
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Makefile", "pyproject.toml"]  # nothing written
 
 
 def test_make_targets_come_from_the_rule_database(tmp_path):

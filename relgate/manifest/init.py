@@ -47,6 +47,7 @@ class InitPlan:
     lanes_file: Path | None  # the project's own lanes file, reused
     source: str  # what was read: "cargo metadata", "make -pRrq", "pyproject.toml [project]"
     next_commands: tuple[str, ...]
+    gitignore: tuple[str, ...] = ()  # lines appended to .gitignore (the ledger home, python's build output)
 
 
 def relgate_schemas() -> Path | None:
@@ -154,7 +155,15 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
         files.append(PlannedFile(path=root / "noxfile.py", keep_existing=True,
                                  text=NOXFILE.format(manifests=quote(Path(os.path.relpath(mdir, root)).as_posix()))))
     return InitPlan(root=root, kind=kind, manifests=mdir, files=tuple(files), unassigned=tuple(unassigned),
-                    lanes_file=lanes_file, source=reading.source, next_commands=_next_commands(root, mdir))
+                    lanes_file=lanes_file, source=reading.source, next_commands=_next_commands(root, mdir),
+                    gitignore=_gitignore_missing(root, kind))
+
+
+def _gitignore_missing(root: Path, kind: str) -> tuple[str, ...]:
+    wanted = [".relgate/"] + (["dist/", "build/", "*.egg-info/"] if kind == "python" else [])
+    ignore = root / ".gitignore"
+    have = ignore.read_text(encoding="utf-8", errors="replace").splitlines() if ignore.is_file() else []
+    return tuple(w for w in wanted if w not in have and "/" + w not in have)
 
 
 def _next_commands(root: Path, mdir: Path) -> tuple[str, ...]:
@@ -194,14 +203,10 @@ def write_plan(plan: InitPlan, *, force: bool = False) -> list[tuple[Path, str]]
         tmp.write_text(f.text, encoding="utf-8")
         os.replace(tmp, f.path)
         done.append((f.path, "wrote"))
-    ignore = plan.root / ".gitignore"
-    wanted = [".relgate/"] + (["dist/", "build/", "*.egg-info/"] if plan.kind == "python" else [])
-    have = ignore.read_text(encoding="utf-8").splitlines() if ignore.is_file() else []
-    missing = [w for w in wanted if w not in have and "/" + w not in have]
-    if missing:
+    if plan.gitignore:  # appended, never rewritten
+        ignore = plan.root / ".gitignore"
+        text = ignore.read_text(encoding="utf-8", errors="replace") if ignore.is_file() else ""
         with ignore.open("a", encoding="utf-8") as out:
-            if have and have[-1] != "":
-                out.write("\n")
-            out.write("\n".join(missing) + "\n")
-        done.append((ignore, "added " + " ".join(missing) + " to"))
+            out.write(("\n" if text and not text.endswith("\n") else "") + "\n".join(plan.gitignore) + "\n")
+        done.append((ignore, "added " + " ".join(plan.gitignore) + " to"))
     return done
