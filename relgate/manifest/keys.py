@@ -39,8 +39,9 @@ def _env(doc: str = "environment variables for the command (table of strings)") 
                example={"RUST_LOG": "info"})
 
 
-def _seconds(name: str, doc: str, **kw: object) -> Key:
-    return key(name, "number", doc, rules=_SECONDS, **kw)
+def _seconds(name: str, doc: str, *, finite: bool = False, **kw: object) -> Key:
+    """Seconds, more than 0; ``finite``: the validator also refuses nan and inf (Checker.seconds)."""
+    return key(name, "number", doc, rules=_SECONDS if finite else _SECONDS[:1], **kw)
 
 
 def _reason(name: str, doc: str, **kw: object) -> Key:
@@ -84,7 +85,7 @@ def _options(warnings_default: str) -> tuple[Key, ...]:
     return (
         key("cwd", "string", "where the command runs, relative to the project root", default="."),
         _env(),
-        _seconds("timeout", "seconds; the whole process group is killed after it", example=600),
+        _seconds("timeout", "seconds; the whole process group is killed after it", finite=True, example=600),
         key("requires", "strings", "capabilities or boards a host must offer", default=[], example=["nvcc"]),
         key("warnings", "string", "whether a compiler warning fails the step", choices=WARNING_POLICIES,
             default=warnings_default),
@@ -199,7 +200,7 @@ LANES = FileSpec(
                 key("requires", "strings", "capabilities or boards a host must offer", default=[],
                     example=["cuda"]),
                 key("features", "strings", "cargo features to add", default=[]),
-                _seconds("timeout", "seconds"),
+                _seconds("timeout", "seconds", finite=True),
                 key("args", "strings", "arguments after `--`", default=[]),
                 _env(),
                 key("evidence", "boolean", "a run that brings back no evidence is an error", default=False),
