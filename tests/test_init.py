@@ -128,6 +128,10 @@ def test_init_on_the_rust_example_reuses_its_lanes_file_and_checks_clean(scanker
     assert stale.returncode == 1
     assert "qual/lanes.toml: lane row for a removed target gone_parity" in stale.stdout
     assert "new_parity" not in stale.stdout
+    cargo.write_text(cargo.read_text().replace("fast = []\n", ""))  # a feature the matrix builds is gone
+    gone = relgate(root, "init", "--check")
+    assert "manifests/builds.toml [matrix] builds feature fast, which Cargo.toml no longer has" in \
+        gone.stdout.splitlines(), gone.stdout
 
 
 def test_half_filled_lanes_file_the_census_names_exactly_the_unassigned(scankern):

@@ -50,6 +50,9 @@ def drift(root: Path, manifests: Path, *, kind: str | None = None) -> list[str]:
                 if matrix and feature not in listed:
                     out.append(f"new feature {feature} (Cargo.toml): in no feature set of "
                                f"{display_path(builds)} [matrix]")
+            plus = {f for m in matrix.values() if isinstance(m, dict) for f in m.get("plus", []) if isinstance(f, str)}
+            for feature in sorted((listed | plus) - set(facts.features) - {"default"}):
+                out.append(f"{display_path(builds)} [matrix] builds feature {feature}, which Cargo.toml no longer has")
         if project.version and facts.version and facts.version != project.version:
             out.append(f"version {facts.version} in Cargo.toml, {project.version} in "
                        f"{display_path(mdir / 'project.toml')}")
