@@ -13,7 +13,7 @@ from relgate.manifest.fields import (FileSpec, Key, Rule, above, at_least, key, 
                                      text_rule)
 
 __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", "BUILTIN_LANES", "LANE_MODES",
-           "FORMATS", "DIRECTIONS", "AUTO_KINDS", "ENV_NAME", "FILES", "file_spec",
+           "FORMATS", "DIRECTIONS", "AUTO_KINDS", "ENV_NAME", "FILES", "file_spec", "OPTION_KEYS", "OUTPUT_KEYS",
            "PROJECT", "BUILDS", "LANES", "PACKAGE", "INTENTIONAL", "MEASUREMENTS", "CHECKLIST", "HOST"]
 
 PROJECT_KINDS = ("make", "cargo", "python")
@@ -112,6 +112,10 @@ def _outputs() -> tuple[Key, ...]:
             "the step's start", default=[], example=["build/lib*.so"]),
     )
 
+
+#: what every release target, matrix and check takes (the validator's step options), and a build's outputs
+OPTION_KEYS = tuple(k.name for k in _options("deny"))
+OUTPUT_KEYS = tuple(k.name for k in _outputs())
 
 _SHELL = key("shell", "boolean", "run the command string with /bin/sh (otherwise it is split into an argv)",
              default=False)

@@ -39,7 +39,6 @@ __all__ = ["BUILTIN_LANES", "LANE_MODES", "LaneRow", "LanesFile", "LaneDef", "Ta
            "parse_many_hosts", "LEADER"]
 
 
-
 @record
 class LaneRow:
     target: str
@@ -130,8 +129,6 @@ def _line_of(lines: Sequence[str], key: str) -> int:
     """The first line that starts with ``key`` (bare or quoted), else 0."""
     pattern = re.compile(r"""^\s*(?:lanes\s*\.\s*)?["']?""" + re.escape(key) + r"""["']?\s*[=.]""")
     return next((i + 1 for i, line in enumerate(lines) if pattern.match(line)), 0)
-
-
 
 
 @record
@@ -480,9 +477,6 @@ def parse_many_hosts(c: Checker, tables: Mapping[str, Any], lanes: Mapping[str, 
         if spec is not None:
             steps[name] = spec
     return fleet, steps
-
-
-_MANY_HOSTS = ("fleet", "multihost")
 
 
 def _many_hosts_of(path: Path, tables: Mapping[str, Any], own: Path | None, lanes: Mapping[str, LaneDef],

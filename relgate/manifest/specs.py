@@ -17,7 +17,8 @@ from typing import Any, Protocol
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.core.redact import display_command
-from relgate.manifest.keys import BUILDS, CHECK_BUILTINS, HOST, HOST_KINDS, PROJECT, PROJECT_KINDS, WARNING_POLICIES
+from relgate.manifest.keys import (BUILDS, CHECK_BUILTINS, HOST, HOST_KINDS, OPTION_KEYS, OUTPUT_KEYS, PROJECT,
+                                   PROJECT_KINDS, WARNING_POLICIES)
 from relgate.manifest.schema import Checker, did_you_mean
 
 __all__ = [
@@ -248,7 +249,7 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
 
 # --- builds.toml ----------------------------------------------------------------------
 
-_OPTION_KEYS = ("cwd", "env", "timeout", "requires", "warnings", "allow", "skip", "host", "max_log_bytes")
+_OPTION_KEYS = OPTION_KEYS
 _RELEASE, _MATRIX, _CHECK = BUILDS.top("release").entry(), BUILDS.top("matrix").entry(), BUILDS.top("check")
 _ALLOW = _RELEASE.field("allow")
 
@@ -323,7 +324,7 @@ def _command(c: Checker, table: Mapping[str, Any], prefix: str, key: str, shell:
     return CommandSpec(argv=tuple(argv))
 
 
-_OUTPUT_KEYS = ("expect_output", "produces")
+_OUTPUT_KEYS = OUTPUT_KEYS
 
 
 def _outputs(c: Checker, table: Mapping[str, Any], prefix: str) -> tuple[str | None, tuple[str, ...]]:
