@@ -11,7 +11,6 @@ from typing import Any
 
 from relgate import __version__
 from relgate.core.errors import InputError, guarded
-from relgate.ledger.store import Ledger
 from relgate.manifest.options import add_run_options, options_from
 from relgate.manifest.workspace import Workspace
 
@@ -41,7 +40,7 @@ class _Only:
 _VALUED = ("--workspace", "--manifests", "--hosts", "--home")  # the global options that take a value
 _COMMAND_NAMES = frozenset({"check", "host", "census", "lane", "package-verify", "publish-dry-run", "status",
                            "evidence", "measure", "compare", "attest", "skip", "run", "signoff", "tag",
-                           "verify-signoff"})
+                           "verify-signoff", "init", "schema"})
 
 
 def _command_of(argv: Sequence[str]) -> str | None:
@@ -100,6 +99,21 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     acc.add_argument("--commit", help="another commit (full sha) instead of HEAD")
     chk = evsub.add_parser("check", help="this commit's captures against the last accepted baseline (nox -s evidence)")
     add_run_options(chk, names=False)
+    ini = sub.add_parser("init", help="write a first manifest folder for the repository at PATH (--check: "
+                                      "drift between the repository and its manifests)")
+    ini.add_argument("path", nargs="?", type=Path, default=Path("."), metavar="PATH")
+    ini.add_argument("--kind", choices=("cargo", "make", "python"), help="the kind, when the repository holds several")
+    ini.add_argument("--manifests", dest="init_manifests", type=Path,
+                     help="the manifest folder to write (default: PATH/manifests)")
+    ini.add_argument("--force", action="store_true", help="replace files that exist")
+    ini.add_argument("--dry-run", action="store_true", help="print every file it would write; write nothing")
+    ini.add_argument("--check", action="store_true", help="one line per drift; exit 1 when anything drifted")
+    sch = sub.add_parser("schema", help="JSON Schemas of the manifest files, or the reference page (--markdown)")
+    sch.add_argument("names", nargs="*", metavar="NAME", help="project, builds, lanes, package, measurements, "
+                                                               "checklist, intentional, host")
+    sch.add_argument("--markdown", action="store_true", help="the manifest reference (docs/manifests.md)")
+    sch.add_argument("--write", action="store_true", help="rewrite schemas/*.schema.json and docs/manifests.md")
+    sch.add_argument("--out", type=Path, help="with --write: the folder to write into (default: relgate's checkout)")
     from relgate.signoff.commands import add_parsers  # sign-off: measure, attest, skip, run, signoff, tag …
 
     add_parsers(sub)
@@ -178,6 +192,8 @@ def _cmd_status(args: argparse.Namespace) -> int:
     from relgate.run.flow import candidate_facts
 
     commit = resolve_commit(ws.project.root, args.commit) if args.commit else candidate_facts(ws).commit
+    from relgate.ledger.store import Ledger
+
     with Ledger.open(ws.home) as ledger:
         rows = ledger.steps(commit=commit, project=args.project)
     if args.json:
@@ -202,7 +218,83 @@ def _cmd_evidence(args: argparse.Namespace) -> int:
     return _run_stage(args, run_evidence_check)
 
 
-_COMMANDS = {"check": _cmd_check, "host": _cmd_host, "lane": _cmd_lane, "census": _cmd_census,
+def _cmd_init(args: argparse.Namespace) -> int:
+    from relgate.manifest.drift import drift
+    from relgate.manifest.init import plan_init, write_plan
+    from relgate.manifest.schema import display_path
+
+    root = args.path.resolve()
+    manifests = args.init_manifests or args.manifests
+    if args.check:
+        mdir = (manifests or root / "manifests").resolve()
+        if not (mdir / "project.toml").is_file():
+            raise InputError(f"{display_path(mdir / 'project.toml')}: no such file (run relgate init first)")
+        lines = drift(root, mdir, kind=args.kind)
+        for line in lines:
+            print(line)
+        if not lines:
+            print(f"no drift between {display_path(root)} and {display_path(mdir)}")
+        return 1 if lines else 0
+    plan = plan_init(root, kind=args.kind, manifests=manifests)
+    print(f"{plan.kind} project at {display_path(plan.root)} (read with {plan.source})")
+    if args.dry_run:
+        for f in plan.files:
+            state = " (exists)" if f.path.exists() else ""
+            print(f"--- {display_path(f.path)}{state}")
+            print(f.text.rstrip("\n"))
+        if plan.gitignore:
+            print(f"--- {display_path(plan.root / '.gitignore')} (appended)")
+            print("\n".join(plan.gitignore))
+        print("--dry-run: nothing written")
+    else:
+        for path, what in write_plan(plan, force=args.force):
+            print(f"{what} {display_path(path)}")
+    if plan.lanes_file is not None:
+        print(f"lanes: {display_path(plan.lanes_file)} reused (project.lanes)")
+    if plan.unassigned:
+        print(f"no lane yet ({len(plan.unassigned)}): {', '.join(plan.unassigned)} — the census names them "
+              "until each has one")
+    print("next:")
+    for command in plan.next_commands:
+        print(f"  {command}")
+    return 0
+
+
+def _cmd_schema(args: argparse.Namespace) -> int:
+    from relgate.manifest import reference
+    from relgate.manifest.keys import FILES
+
+    known = [s.name for s in FILES]
+    for name in args.names:
+        if name not in known:
+            from relgate.manifest.schema import did_you_mean
+
+            raise InputError(f"schema {name}: no such manifest file{did_you_mean(name, known)} "
+                             f"(one of {', '.join(known)})")
+    if args.write:
+        out = (args.out or Path(__file__).resolve().parent.parent).resolve()
+        for rel, text in reference.generated_files().items():
+            path = out / rel
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                tmp = path.with_name(f".{path.name}.tmp")
+                tmp.write_text(text, encoding="utf-8")
+                tmp.replace(path)
+                print(f"wrote {path}")
+        return 0
+    if args.markdown:
+        sys.stdout.write(reference.markdown())
+        return 0
+    names = args.names or known
+    if len(names) == 1:
+        sys.stdout.write(reference.schema_text(names[0]))
+    else:
+        json.dump({n: reference.schema_of(n) for n in names}, sys.stdout, indent=2, ensure_ascii=False)
+        print()
+    return 0
+
+
+_COMMANDS = {"init": _cmd_init, "schema": _cmd_schema, "check": _cmd_check, "host": _cmd_host, "lane": _cmd_lane, "census": _cmd_census,
              "status": _cmd_status, "evidence": _cmd_evidence, "package-verify": _cmd_package_verify,
              "publish-dry-run": _cmd_publish_dry_run}
 

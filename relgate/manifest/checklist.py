@@ -45,17 +45,12 @@ from pathlib import Path
 from typing import Any
 
 from relgate.core.record import record
+from relgate.manifest.keys import AUTO_KINDS, CHECKLIST, KNOWN_BACKENDS
 from relgate.manifest.schema import Checker, did_you_mean
 
 __all__ = ["AUTO_KINDS", "KNOWN_BACKENDS", "ChecklistItem", "ReleaseSpec", "ChecklistSpec", "parse_checklist"]
 
-# kind → whether it takes an argument after the colon
-AUTO_KINDS = {"session": True, "lane": True, "evidence": False, "package": False, "publish": False,
-              "measure": True, "quality": True, "warnings": False}
-# The backends a checklist may name without declaring them (``known_backends`` adds others).
-KNOWN_BACKENDS = ("cpu", "cuda", "rocm", "hip", "metal", "mps", "vulkan", "opencl", "sycl", "oneapi", "directml",
-                  "webgpu", "wasm", "tpu", "xla", "npu", "coreml", "tensorrt", "openmp", "mpi", "avx2", "avx512",
-                  "neon", "sve")
+_RELEASE, _ITEM = CHECKLIST.top("release"), CHECKLIST.top("item")
 _ID = re.compile(r"^[a-z0-9][a-z0-9_.-]*$")
 
 
@@ -141,10 +136,9 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
     """``measures``/``quality``: the names measurements.toml declares; ``hosts``: the declared
     hosts' names, for ``host:NAME`` boards (None: not checked)."""
     c = Checker(path)
-    c.keys(data, "", ("release", "item"), required=("release", "item"))
+    c.keys(data, "", CHECKLIST.names(), required=CHECKLIST.required_names())
     rel = c.get(data, "", "release", dict, {})
-    c.keys(rel, "release", ("version", "boards", "backends", "known_backends", "notes", "tag_requires",
-                            "backend_boards"), required=("boards",))
+    c.keys(rel, "release", _RELEASE.names(), required=_RELEASE.required_names())
     boards = tuple(c.string_list(rel, "release", "boards"))
     if "boards" in rel and not boards:
         c.problem("release.boards", "name at least one board (a host without a board: \"host:NAME\")")
@@ -172,8 +166,7 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
     seen: set[str] = set()
     for i, t in c.array_of_tables(data, "", "item").items():
         prefix = f"item[{i}]"
-        c.keys(t, prefix, ("id", "title", "auto", "manual", "targets", "applies", "not_validated", "boards"),
-               required=("id", "title"))
+        c.keys(t, prefix, _ITEM.names(), required=_ITEM.required_names())
         item_id = c.get(t, prefix, "id", str, "")
         if item_id and not _ID.match(item_id):
             c.problem(f"{prefix}.id", f'"{item_id}" is not an id (lower case, digits, - _ .)')
@@ -221,8 +214,9 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
         elif not next(i for i in items if i.id == item_id).manual:
             c.problem(f"release.tag_requires[{j}]", f'"{item_id}" is not a manual item (a person attests it)')
     notes = tuple(c.string_list(rel, "release", "notes")) if "notes" in rel else (changelog,)
+    release_version = c.get(rel, "release", "version", str, version) or version  # checked before the raise
     c.raise_if_problems()
-    return ChecklistSpec(release=ReleaseSpec(version=c.get(rel, "release", "version", str, version) or version,
+    return ChecklistSpec(release=ReleaseSpec(version=release_version,
                                              boards=boards, backends=backends, notes=notes,
                                              tag_requires=tag_requires, backend_boards=tuple(backend_boards)),
                          items=tuple(items), source=Path(path))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from relgate.core.record import record
+from relgate.manifest.keys import INTENTIONAL
 from relgate.manifest.schema import Checker
 
 __all__ = ["IntentionalChange", "parse_intentional"]
@@ -47,11 +48,12 @@ class IntentionalChange:
 
 def parse_intentional(data: Mapping[str, Any], *, path: Path) -> list[IntentionalChange]:
     c = Checker(path)
-    c.keys(data, "", ("change",))
+    c.keys(data, "", INTENTIONAL.names())
+    change = INTENTIONAL.top("change")
     out = []
     for i, t in c.array_of_tables(data, "", "change").items():
         prefix = f"change[{i}]"
-        c.keys(t, prefix, ("suite", "arm", "key", "board", "reason"), required=("suite", "reason"))
+        c.keys(t, prefix, change.names(), required=change.required_names())
         reason = c.get(t, prefix, "reason", str, "")
         if "reason" in t and isinstance(reason, str) and not reason.strip():
             c.problem(f"{prefix}.reason", "must say why this change is intended")

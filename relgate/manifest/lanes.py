@@ -24,6 +24,7 @@ from typing import Any
 
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.record import record
+from relgate.manifest.keys import BUILTIN_LANES, LANE_MODES, LANES
 from relgate.manifest.schema import Checker, did_you_mean, display_path, loads_toml, read_text, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec
 from relgate.manifest.targets import Target
@@ -36,8 +37,6 @@ else:  # pragma: no cover - exercised on 3.10 only
 __all__ = ["BUILTIN_LANES", "LANE_MODES", "LaneRow", "LanesFile", "LaneDef", "TargetOptions", "LanesSpec",
            "BUILTIN_LANE_DEFS", "read_lanes_file", "load_lanes", "FleetSpec", "RoleSpec", "MultiHostSpec",
            "parse_many_hosts", "LEADER", "LaneRef"]
-
-BUILTIN_LANES = ("host", "gate", "contract", "record", "toolkit", "bench", "qualification")
 
 
 @record
@@ -132,9 +131,6 @@ def _line_of(lines: Sequence[str], key: str) -> int:
     return next((i + 1 for i, line in enumerate(lines) if pattern.match(line)), 0)
 
 
-LANE_MODES = ("all", "ignored", "named", "timing", "per-board")
-
-
 @record
 class LaneDef:
     name: str
@@ -216,7 +212,11 @@ def _unknown_lane_lines(file: LanesFile, references: Sequence[LaneRef], known: M
     return out
 
 
-_TARGET_KEYS = ("path", "command", "shell", "requires", "features", "timeout", "args", "env", "evidence", "skip")
+_TARGET_KEYS = LANES.top("target").entry().names()
+_LANE = LANES.top("lane").entry()
+_FLEET = LANES.top("fleet")
+_MULTIHOST = LANES.top("multihost").entry()
+_ROLE = _MULTIHOST.field("role").entry()
 
 
 def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
@@ -254,7 +254,7 @@ def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
 
 def _parse_lane(c: Checker, name: str, t: Mapping[str, Any]) -> LaneDef:
     prefix = f"lane.{name}"
-    c.keys(t, prefix, ("mode", "description"), required=("description",))
+    c.keys(t, prefix, _LANE.names(), required=_LANE.required_names())
     if name in BUILTIN_LANE_DEFS:
         c.problem(prefix, f'"{name}" is a built-in lane; pick another name')
     return LaneDef(name=name, mode=c.choice(t, prefix, "mode", LANE_MODES, default="all") or "all",
@@ -279,7 +279,7 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
         return None
     lanes_file = read_lanes_file(path)
     c = Checker(path)
-    options, lane_defs = _extras(c, lanes_file.tables, ("lanes", "target", "lane", *_MANY_HOSTS))
+    options, lane_defs = _extras(c, lanes_file.tables, LANES.names())
     checkers = [c]
     if project.lanes is not None and own.is_file():
         c2 = Checker(own)
@@ -289,7 +289,7 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
             c2.problem("lanes", f"the [lanes] table lives in {display_path(project.lanes)} (project.lanes); "
                                 "keep only [target.*] and [lane.*] here")
         more_targets, more_lanes = _extras(c2, {k: v for k, v in data.items() if k != "lanes"},
-                                           ("target", "lane", *_MANY_HOSTS))
+                                           tuple(n for n in LANES.names() if n != "lanes"))
         for name in set(more_targets) & set(options):
             c2.problem(f"target.{name}", f"also configured in {display_path(path)}")
         options.update(more_targets)
@@ -358,8 +358,6 @@ def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions], path: P
 
 DEFAULT_WORKERS = 8
 LEADER = "leader"
-_ROLE_KEYS = ("command", "shell", "count", "requires", "hosts", "env", "ready_line", "ready_port", "port",
-              "ready_timeout")
 
 
 @record
@@ -423,7 +421,7 @@ def _port(c: Checker, t: Mapping[str, Any], prefix: str, key: str) -> int | None
 
 
 def _parse_role(c: Checker, prefix: str, name: str, t: Mapping[str, Any]) -> RoleSpec | None:
-    c.keys(t, prefix, _ROLE_KEYS, required=("command",))
+    c.keys(t, prefix, _ROLE.names(), required=_ROLE.required_names())
     shell = bool(c.get(t, prefix, "shell", bool, False))
     raw = c.get(t, prefix, "command", (str, list))
     command = None
@@ -468,7 +466,7 @@ def _parse_role(c: Checker, prefix: str, name: str, t: Mapping[str, Any]) -> Rol
 def _parse_multihost(c: Checker, name: str, t: Mapping[str, Any], lanes: Mapping[str, LaneDef],
                      references: list[LaneRef] | None = None) -> MultiHostSpec | None:
     prefix = f"multihost.{name}"
-    c.keys(t, prefix, ("lane", "role", "timeout", "worker_grace"), required=("lane", "role"))
+    c.keys(t, prefix, _MULTIHOST.names(), required=_MULTIHOST.required_names())
     lane = c.get(t, prefix, "lane", str)
     if lane is not None and lane not in lanes:
         if references is None:
@@ -495,7 +493,7 @@ def parse_many_hosts(c: Checker, tables: Mapping[str, Any], lanes: Mapping[str, 
     fleet = None
     if "fleet" in tables:
         t = c.get(tables, "", "fleet", dict, {})
-        c.keys(t, "fleet", ("every_host", "workers"))
+        c.keys(t, "fleet", _FLEET.names())
         every = c.string_list(t, "fleet", "every_host")
         for i, lane in enumerate(every):
             if lane not in lanes:
@@ -515,9 +513,6 @@ def parse_many_hosts(c: Checker, tables: Mapping[str, Any], lanes: Mapping[str, 
         if spec is not None:
             steps[name] = spec
     return fleet, steps
-
-
-_MANY_HOSTS = ("fleet", "multihost")
 
 
 def _many_hosts_of(path: Path, tables: Mapping[str, Any], own: Path | None, lanes: Mapping[str, LaneDef],

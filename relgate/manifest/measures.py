@@ -30,13 +30,12 @@ from pathlib import Path
 from typing import Any
 
 from relgate.core.record import record
+from relgate.manifest.keys import DIRECTIONS, FORMATS, MEASUREMENTS
 from relgate.manifest.schema import Checker
 
 __all__ = ["FORMATS", "DIRECTIONS", "FILLED", "Band", "MeasureSpec", "QualitySpec", "MeasurementsSpec",
            "parse_measurements", "parse_band"]
 
-FORMATS = ("csv", "tsv", "jsonl", "kv")
-DIRECTIONS = ("higher", "lower", "equal")
 FILLED = ("board", "driver", "toolkit", "host", "commit", "dirty", "source_hash")  # relgate knows these
 _DEFAULT_VARY = ("commit", "dirty", "host", "source_hash", "release")
 _BAND = re.compile(r"^\s*(>=|<=|==|>|<)\s*(-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?)\s*$")
@@ -97,9 +96,9 @@ def parse_band(metric: str, text: str) -> Band | None:
     return None if m is None else Band(metric=metric, op=m.group(1), bound=float(m.group(2)))
 
 
-_COMMON = ("target", "file_env", "output", "format", "key", "select", "metadata")
-_MEASURE_KEYS = (*_COMMON, "metrics", "vary", "runs", "warmup", "rerun_above", "block_above", "args")
-_QUALITY_KEYS = (*_COMMON, "bands")
+_MEASURE, _QUALITY = MEASUREMENTS.top("measure").entry(), MEASUREMENTS.top("quality").entry()
+_MEASURE_KEYS = _MEASURE.names()
+_QUALITY_KEYS = _QUALITY.names()
 
 
 def _common(c: Checker, name: str, t: Mapping[str, Any], prefix: str) -> dict[str, Any]:
@@ -126,11 +125,11 @@ def _fraction(c: Checker, t: Mapping[str, Any], prefix: str, key: str, default: 
 
 def parse_measurements(data: Mapping[str, Any], *, path: Path) -> MeasurementsSpec:
     c = Checker(path)
-    c.keys(data, "", ("measure", "quality"))
+    c.keys(data, "", MEASUREMENTS.names())
     measures: dict[str, MeasureSpec] = {}
     for name, t in c.tables(data, "", "measure").items():
         prefix = f"measure.{name}"
-        c.keys(t, prefix, _MEASURE_KEYS, required=("target", "format", "metrics", "metadata"))
+        c.keys(t, prefix, _MEASURE_KEYS, required=_MEASURE.required_names())
         base = _common(c, name, t, prefix)
         metrics: dict[str, str] = {}
         for metric, direction in c.string_map(t, prefix, "metrics").items():
@@ -159,7 +158,7 @@ def parse_measurements(data: Mapping[str, Any], *, path: Path) -> MeasurementsSp
     quality: dict[str, QualitySpec] = {}
     for name, t in c.tables(data, "", "quality").items():
         prefix = f"quality.{name}"
-        c.keys(t, prefix, _QUALITY_KEYS, required=("target", "format", "bands"))
+        c.keys(t, prefix, _QUALITY_KEYS, required=_QUALITY.required_names())
         base = _common(c, name, t, prefix)
         bands = []
         for metric, text in c.string_map(t, prefix, "bands").items():

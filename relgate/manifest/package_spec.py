@@ -40,6 +40,7 @@ from urllib.parse import urlsplit
 
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.record import record
+from relgate.manifest.keys import PACKAGE, WARNING_POLICIES
 from relgate.manifest.schema import Checker, display_path, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec, _command
 
@@ -47,9 +48,8 @@ __all__ = ["PACKAGE_FILE", "LockEntry", "PackageManifest", "PackageSpec", "Publi
            "parse_package", "read_lock"]
 
 PACKAGE_FILE = "package.toml"
-_PACKAGE_KEYS = ("forbid", "allow", "fixtures", "dist", "dist_glob", "build_command", "test_command", "shell",
-                 "extras", "warnings", "timeout")
-_PUBLISH_KEYS = ("registry", "index_url", "upload_url", "lock", "import", "timeout")
+_PACKAGE_KEYS = PACKAGE.top("package").names()
+_PUBLISH_KEYS = PACKAGE.top("publish").names()
 _ONLY: Mapping[str, tuple[str, ...]] = {
     "dist": ("make",), "dist_glob": ("make",), "build_command": ("make",), "test_command": ("make", "python"),
     "extras": ("python",), "registry": ("cargo",), "index_url": ("python",), "upload_url": ("python",),
@@ -156,7 +156,7 @@ def _url(c: Checker, table: Mapping[str, Any], key: str) -> str | None:
 def parse_package(data: Mapping[str, Any], *, path: Path, kind: str) -> PackageManifest:
     """``package.toml`` of a ``kind`` project, validated (pure: no file is read)."""
     c = Checker(path)
-    _keys(c, data, "", ("package", "publish"))
+    _keys(c, data, "", PACKAGE.names())
     pkg = c.get(data, "", "package", dict, {})
     pub = c.get(data, "", "publish", dict, {})
     _keys(c, pkg, "package", _PACKAGE_KEYS)
@@ -188,7 +188,7 @@ def parse_package(data: Mapping[str, Any], *, path: Path, kind: str) -> PackageM
         forbid=_globs(c, pkg, "package", "forbid"), allow=_globs(c, pkg, "package", "allow"), fixtures=fixtures,
         dist=dist, dist_glob=dist_glob, build_command=_command(c, pkg, "package", "build_command", shell),
         test_command=_command(c, pkg, "package", "test_command", shell), extras=extras,
-        warnings=c.choice(pkg, "package", "warnings", ("deny", "ignore"), default="deny") or "deny",
+        warnings=c.choice(pkg, "package", "warnings", WARNING_POLICIES, default="deny") or "deny",
         timeout=_timeout(c, pkg, "package"),
     )
 

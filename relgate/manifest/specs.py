@@ -17,6 +17,8 @@ from typing import Any, Protocol
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.core.redact import display_command
+from relgate.manifest.keys import (BUILDS, CHECK_BUILTINS, HOST, HOST_KINDS, OPTION_KEYS, OUTPUT_KEYS, PROJECT,
+                                   PROJECT_KINDS, TRANSFERS, WARNING_POLICIES)
 from relgate.manifest.schema import Checker, did_you_mean
 
 __all__ = [
@@ -24,11 +26,6 @@ __all__ = [
     "BuildsSpec", "HostSpec", "parse_project", "parse_builds", "parse_host",
 ]
 
-PROJECT_KINDS = ("make", "cargo", "python")
-HOST_KINDS = ("local", "ssh")
-TRANSFERS = ("sftp", "exec")  # host.transfer: how files reach and leave an ssh host
-CHECK_BUILTINS = ("git-diff-check",)
-WARNING_POLICIES = ("deny", "ignore")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -212,16 +209,16 @@ class HostSpec:
 
 # --- project.toml ---------------------------------------------------------------------
 
-_PROJECT_KEYS = ("name", "root", "kind", "version", "changelog", "evidence_env", "lanes")
+_PROJECT = PROJECT.top("project")
 
 
 def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
     c = Checker(path)
-    c.keys(data, "", ["project"], required=["project"])
+    c.keys(data, "", PROJECT.names(), required=PROJECT.required_names())
     table = c.get(data, "", "project", dict, {})
     # No [project] table (or not a table): that one problem, not one per missing key.
-    c.keys(table, "project", _PROJECT_KEYS,
-           required=("name", "root", "kind") if isinstance(data.get("project"), dict) else ())
+    c.keys(table, "project", _PROJECT.names(),
+           required=_PROJECT.required_names() if isinstance(data.get("project"), dict) else ())
     name = c.get(table, "project", "name", str, "")
     root_text = c.text(table, "project", "root", "")
     kind = c.choice(table, "project", "kind", PROJECT_KINDS, default="make")
@@ -256,7 +253,9 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
 
 # --- builds.toml ----------------------------------------------------------------------
 
-_OPTION_KEYS = ("cwd", "env", "timeout", "requires", "warnings", "allow", "skip", "host", "max_log_bytes")
+_OPTION_KEYS = OPTION_KEYS
+_RELEASE, _MATRIX, _CHECK = BUILDS.top("release").entry(), BUILDS.top("matrix").entry(), BUILDS.top("check")
+_ALLOW = _RELEASE.field("allow")
 
 
 def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_default: str) -> StepOptions:
@@ -264,7 +263,7 @@ def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_defa
     allow: list[AllowRule] = []
     for i, rule in c.array_of_tables(table, prefix, "allow").items():
         where = f"{prefix}.allow[{i}]"
-        c.keys(rule, where, ("pattern", "reason"), required=("pattern", "reason"))
+        c.keys(rule, where, _ALLOW.names(), required=_ALLOW.required_names())
         pattern = c.get(rule, where, "pattern", str)
         reason = c.get(rule, where, "reason", str)
         if pattern is None or reason is None:
@@ -329,7 +328,7 @@ def _command(c: Checker, table: Mapping[str, Any], prefix: str, key: str, shell:
     return CommandSpec(argv=tuple(argv))
 
 
-_OUTPUT_KEYS = ("expect_output", "produces")
+_OUTPUT_KEYS = OUTPUT_KEYS
 
 
 def _outputs(c: Checker, table: Mapping[str, Any], prefix: str) -> tuple[str | None, tuple[str, ...]]:
@@ -351,17 +350,17 @@ def _outputs(c: Checker, table: Mapping[str, Any], prefix: str) -> tuple[str | N
 
 def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
     c = Checker(path)
-    c.keys(data, "", ("check", "release", "matrix", "host"))
+    c.keys(data, "", BUILDS.names())
 
     host = c.get(data, "", "host", dict, {})
-    c.keys(host, "host", ("diff_base",))
+    c.keys(host, "host", BUILDS.top("host").names())
     diff_base = c.get(host, "host", "diff_base", str)
 
     releases: dict[str, ReleaseTarget] = {}
     release_tables = c.tables(data, "", "release")
     for name, table in release_tables.items():
         prefix = f"release.{name}"
-        c.keys(table, prefix, ("run", "clean", "shell", *_OUTPUT_KEYS, *_OPTION_KEYS), required=("run",))
+        c.keys(table, prefix, _RELEASE.names(), required=_RELEASE.required_names())
         shell = bool(c.get(table, prefix, "shell", bool, False))
         run = _command(c, table, prefix, "run", shell)
         clean = _command(c, table, prefix, "clean", shell)
@@ -374,7 +373,7 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
     matrices: dict[str, Matrix] = {}
     for name, table in c.tables(data, "", "matrix").items():
         prefix = f"matrix.{name}"
-        c.keys(table, prefix, ("run", "shell", "features", "plus", *_OPTION_KEYS), required=("run", "features"))
+        c.keys(table, prefix, _MATRIX.names(), required=_MATRIX.required_names())
         run = c.get(table, prefix, "run", str)
         if run is not None and "{features}" not in run:
             c.problem(f"{prefix}.run", 'needs a "{features}" placeholder')
@@ -391,8 +390,7 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
     seen: set[str] = set()
     for i, table in c.array_of_tables(data, "", "check").items():
         prefix = f"check[{i}]"
-        c.keys(table, prefix, ("name", "run", "shell", "release", "matrix", "builtin", *_OUTPUT_KEYS,
-                               *_OPTION_KEYS), required=("name",))
+        c.keys(table, prefix, _CHECK.names(), required=_CHECK.required_names())
         name = c.text(table, prefix, "name", "")
         if name and name in seen:
             c.problem(f"{prefix}.name", f'duplicate check name "{name}"')
@@ -432,16 +430,14 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
 
 # --- hosts/*.toml -----------------------------------------------------------------------
 
-_HOST_KEYS = ("name", "kind", "address", "user", "port", "identity", "workdir", "boards", "driver",
-              "toolkit", "capabilities", "detect", "exclusive", "known_hosts", "permission", "connect_timeout",
-              "command_timeout", "keepalive", "env", "lock_wait", "allow_busy_gpu", "transfer")
+_HOST = HOST.top("host")
 
 
 def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
     c = Checker(path)
-    c.keys(data, "", ["host"], required=["host"])
+    c.keys(data, "", HOST.names(), required=HOST.required_names())
     t = c.get(data, "", "host", dict, {})
-    c.keys(t, "host", _HOST_KEYS)
+    c.keys(t, "host", _HOST.names())
     kind = c.choice(t, "host", "kind", HOST_KINDS, default="local") or "local"
     address = c.get(t, "host", "address", str)
     if kind == "ssh" and not address:

@@ -1,0 +1,240 @@
+"""What a repository declares, read with the field's own tools (for ``relgate init``).
+
+- cargo: ``cargo metadata --no-deps --format-version 1`` (targets, kinds, paths,
+  ``required-features``, features); ``harness`` (which cargo metadata does not carry) and,
+  where cargo is not installed, everything else comes from the Cargo.toml reader
+  (:mod:`relgate.manifest.cargo`);
+- make: ``make -pRrq`` (the Makefile's real rule database, no regex over the file): the
+  explicit targets less the built-in, special (``.PHONY`` …), pattern and file targets;
+- python: pyproject's ``[project]`` table.
+
+Reads and runs read-only commands; never writes, prints or exits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from relgate.core.errors import InputError
+from relgate.core.record import record
+from relgate.manifest.schema import Checker, display_path, read_toml
+
+__all__ = ["CargoFacts", "CargoTarget", "MakeFacts", "PythonFacts", "detect_kinds", "read_cargo", "read_make",
+           "read_python", "make_targets_of"]
+
+MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
+_KIND_FILES = {"cargo": ("Cargo.toml",), "make": MAKEFILES, "python": ("pyproject.toml",)}
+
+
+def detect_kinds(root: Path) -> list[tuple[str, str]]:
+    """(kind, the file that says so) for every kind ``root`` holds, in cargo, make, python order."""
+    found = []
+    for kind, names in _KIND_FILES.items():
+        name = next((n for n in names if (Path(root) / n).is_file()), None)
+        if name is not None:
+            found.append((kind, name))
+    return found
+
+
+# --- cargo ---------------------------------------------------------------------------------
+
+
+@record
+class CargoTarget:
+    name: str
+    kind: str  # test bench example bin
+    path: str  # relative to the crate root, "/"-separated
+    required_features: tuple[str, ...] = ()
+    harness: bool = True
+
+
+@record
+class CargoFacts:
+    name: str
+    version: str | None
+    targets: tuple[CargoTarget, ...]
+    features: tuple[str, ...]  # without "default"
+    has_lib: bool
+    locked: bool  # Cargo.lock exists
+    source: str  # "cargo metadata" or "Cargo.toml"
+
+
+_TARGET_KINDS = ("test", "bench", "example", "bin")
+
+
+def read_cargo(root: Path, *, cargo: str | None = None) -> CargoFacts:
+    """The crate at ``root``: ``cargo metadata`` where cargo is installed, else Cargo.toml."""
+    root = Path(root).resolve()
+    cargo_toml = root / "Cargo.toml"
+    from relgate.manifest.cargo import cargo_features, discover_cargo_targets, package_version
+
+    declared = discover_cargo_targets(cargo_toml)  # also harness = false, which metadata does not carry
+    harness = {(t.kind, t.name): t.harness for t in declared}
+    exe = cargo or shutil.which("cargo")
+    if exe:
+        meta = _cargo_metadata(exe, root)
+        pkg = next((p for p in meta.get("packages", []) if Path(p.get("manifest_path", "")) == cargo_toml), None)
+        if pkg is None:
+            raise InputError(f"{display_path(cargo_toml)}: cargo metadata lists no package (a virtual workspace "
+                             "manifest: run relgate init in a member crate)")
+        targets = []
+        has_lib = False
+        for t in pkg.get("targets", []):
+            kinds = t.get("kind", [])
+            kind = next((k for k in _TARGET_KINDS if k in kinds), None)
+            if kind is None:
+                has_lib = has_lib or any(k in ("lib", "rlib", "dylib", "cdylib", "staticlib", "proc-macro")
+                                         for k in kinds)
+                continue
+            path = _relative(root, t.get("src_path", ""))
+            targets.append(CargoTarget(name=t["name"], kind=kind, path=path,
+                                       required_features=tuple(t.get("required-features", [])),
+                                       harness=harness.get((kind, t["name"]), True)))
+        features = tuple(sorted(f for f in pkg.get("features", {}) if f != "default"))
+        return CargoFacts(name=pkg.get("name", root.name), version=pkg.get("version"), targets=tuple(targets),
+                          features=features, has_lib=has_lib, locked=(root / "Cargo.lock").is_file(),
+                          source="cargo metadata")
+    data = read_toml(cargo_toml)
+    package = data.get("package") if isinstance(data.get("package"), dict) else {}
+    targets = [CargoTarget(name=t.name or "", kind=t.kind, path=t.path or "", required_features=t.required_features,
+                           harness=t.harness) for t in declared if t.name]
+    return CargoFacts(name=str(package.get("name", root.name)), version=package_version(cargo_toml),
+                      targets=tuple(targets), features=tuple(sorted(cargo_features(cargo_toml) - {"default"})),
+                      has_lib=(root / "src/lib.rs").is_file() or "lib" in data, locked=(root / "Cargo.lock").is_file(),
+                      source="Cargo.toml")
+
+
+def _cargo_metadata(exe: str, root: Path) -> dict[str, Any]:
+    argv = [exe, "metadata", "--no-deps", "--format-version", "1", "--offline"]
+    try:
+        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(f"{display_path(root / 'Cargo.toml')}: cargo metadata did not run: {exc}") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise InputError(f"{display_path(root / 'Cargo.toml')}: cargo metadata failed: {last}")
+    try:
+        return json.loads(done.stdout)
+    except ValueError:
+        raise InputError(f"{display_path(root / 'Cargo.toml')}: cargo metadata printed no JSON") from None
+
+
+def _relative(root: Path, path: str) -> str:
+    """cargo's absolute ``src_path`` relative to the crate root (cargo prints canonical paths)."""
+    try:
+        return PurePosixPath(path).relative_to(root.as_posix()).as_posix()
+    except ValueError:
+        try:
+            return PurePosixPath(Path(path).resolve().relative_to(root)).as_posix()
+        except ValueError:
+            return path
+
+
+# --- make ----------------------------------------------------------------------------------
+
+
+@record
+class MakeFacts:
+    makefile: str
+    targets: tuple[str, ...]  # in the database's order (sorted)
+    default_goal: str | None
+
+
+_DEFAULT_GOAL = re.compile(r"^\.DEFAULT_GOAL :?= (\S+)\s*$", re.M)
+
+
+def read_make(root: Path, *, make: str | None = None) -> MakeFacts:
+    """The Makefile's explicit targets, from the rule database ``make -pRrq`` prints."""
+    root = Path(root).resolve()
+    makefile = next((n for n in MAKEFILES if (root / n).is_file()), "Makefile")
+    exe = make or shutil.which("make")
+    if exe is None:
+        raise InputError(f"{display_path(root / makefile)}: make is not on PATH (relgate init reads the "
+                         "Makefile's rule database with make -pRrq)")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
+    try:
+        done = subprocess.run([exe, "-pRrq", "-f", makefile, ":"], cwd=root, capture_output=True, text=True,
+                              timeout=120, env={**env, "LC_ALL": "C"})
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        raise InputError(f"{display_path(root / makefile)}: make -pRrq did not run: {exc}") from None
+    if "# Make data base" not in done.stdout:
+        last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
+        raise InputError(f"{display_path(root / makefile)}: make -pRrq printed no rule database: {last}")
+    goal = _DEFAULT_GOAL.search(done.stdout)
+    return MakeFacts(makefile=makefile, targets=tuple(make_targets_of(done.stdout, root)),
+                     default_goal=goal.group(1) if goal else None)
+
+
+def make_targets_of(database: str, root: Path) -> list[str]:
+    """The explicit targets in ``make -p`` output: each rule paragraph of the ``# Files``
+    section that is a target (not ``# Not a target:``), less special targets (``.PHONY``),
+    pattern rules (``%``), paths (``build/x.o``), files that exist and non-phony targets
+    other rules depend on (a build folder), and names with no rule (listed in ``.PHONY``
+    only); phony targets with a rule are kept whatever their name."""
+    start = database.find("\n# Files\n")
+    end = database.find("\n# Finished Make data base", start)
+    section = database[start:end] if start >= 0 else ""
+    phony: set[str] = set()
+    names: list[str] = []
+    prerequisites: set[str] = set()
+    for block in section.split("\n\n"):
+        lines = [line for line in block.split("\n") if line]
+        if not lines or lines[0].startswith("# Not a target"):
+            continue
+        rule = next((line for line in lines if not line.startswith(("#", "\t"))), None)
+        if rule is None or ":" not in rule or "=" in rule.split(":", 1)[0]:
+            continue
+        head, _, deps = rule.partition(":")
+        if head == ".PHONY":
+            phony.update(deps.lstrip(":").split())
+            continue
+        deps_list = deps.lstrip(":").replace("|", " ").split()
+        if not deps_list and not any(line.startswith("\t") for line in lines):
+            continue  # no rule: a name .PHONY lists, nothing makes it
+        names += head.split()
+        prerequisites.update(deps_list)
+    out = []
+    for name in dict.fromkeys(names):
+        if name in phony:
+            out.append(name)
+        elif name.startswith(".") or any(ch in name for ch in "%/$=") or "." in name or (Path(root) / name).exists():
+            continue  # special, pattern, a path, a file name, an existing file
+        elif name in prerequisites:
+            continue  # made for another rule (a build folder, an object): a file, not something to ask for
+        else:
+            out.append(name)
+    return sorted(out)
+
+
+# --- python --------------------------------------------------------------------------------
+
+
+@record
+class PythonFacts:
+    name: str
+    version: str | None
+    extras: tuple[str, ...]
+    has_tests: bool
+    lock: str | None  # requirements.lock, when the project keeps one
+
+
+def read_python(root: Path) -> PythonFacts:
+    root = Path(root).resolve()
+    path = root / "pyproject.toml"
+    data = read_toml(path)
+    c = Checker(path)
+    project = c.get(data, "", "project", dict, {})
+    name = c.get(project, "project", "name", str)
+    if not name:
+        raise InputError(f"{display_path(path)}: project.name: missing (relgate init reads the [project] table)")
+    version = c.get(project, "project", "version", str)
+    extras = tuple(c.get(project, "project", "optional-dependencies", dict, {}))
+    c.raise_if_problems()
+    lock = next((n for n in ("requirements.lock", "requirements.txt") if (root / n).is_file()), None)
+    return PythonFacts(name=name, version=version, extras=extras, has_tests=(root / "tests").is_dir(), lock=lock)

@@ -1,0 +1,89 @@
+"""``relgate init --check``: the repository read again (as ``init`` reads it) and compared
+with its manifests, one line per drift — a new target or feature in Cargo.toml, a lane row
+for a removed target, a new Makefile target or one a manifest runs that is gone, a version
+that moved. For CI: the CLI exits 1 when there is any.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from relgate.manifest.discover import read_cargo, read_make, read_python
+from relgate.manifest.schema import display_path
+
+__all__ = ["drift"]
+
+_MAKE_WORD = re.compile(r"\bmake\s+((?:[A-Za-z0-9][\w.=-]*[ \t]*)+)")
+
+
+def drift(root: Path, manifests: Path, *, kind: str | None = None) -> list[str]:
+    """One line per difference between the repository and its manifests (empty: none)."""
+    from relgate.manifest.lanes import read_lanes_file
+    from relgate.manifest.schema import read_toml
+    from relgate.manifest.specs import parse_project
+
+    mdir = Path(manifests).resolve()
+    project = parse_project(read_toml(mdir / "project.toml"), path=mdir / "project.toml")
+    root = project.root
+    kind = kind or project.kind
+    out: list[str] = []
+    lanes_path = project.lanes or (mdir / "lanes.toml")
+    rows = read_lanes_file(lanes_path).assignments if lanes_path.is_file() else {}
+    shown_lanes = display_path(lanes_path)
+    if kind == "cargo":
+        facts = read_cargo(root)
+        judged = [t for t in facts.targets if t.kind in ("test", "bench") or t.path.startswith("tools/qualification/")]
+        names = {t.name for t in facts.targets}
+        for t in judged:
+            if t.name not in rows:
+                out.append(f"new target {t.name} ({t.kind} {t.path}): no lane in {shown_lanes}")
+        for target in rows:
+            if target not in names:
+                out.append(f"{shown_lanes}: lane row for a removed target {target}")
+        builds = mdir / "builds.toml"
+        if builds.is_file():
+            matrix = read_toml(builds).get("matrix", {})
+            listed = {f for m in matrix.values() if isinstance(m, dict)
+                      for s in m.get("features", []) if isinstance(s, str) for f in s.split(",") if f}
+            for feature in facts.features:
+                if matrix and feature not in listed:
+                    out.append(f"new feature {feature} (Cargo.toml): in no feature set of "
+                               f"{display_path(builds)} [matrix]")
+            plus = {f for m in matrix.values() if isinstance(m, dict) for f in m.get("plus", []) if isinstance(f, str)}
+            for feature in sorted((listed | plus) - set(facts.features) - {"default"}):
+                out.append(f"{display_path(builds)} [matrix] builds feature {feature}, which Cargo.toml no longer has")
+        if project.version and facts.version and facts.version != project.version:
+            out.append(f"version {facts.version} in Cargo.toml, {project.version} in "
+                       f"{display_path(mdir / 'project.toml')}")
+    elif kind == "make":
+        facts_m = read_make(root)
+        known: set[str] = set()  # every make target a manifest names, commented offers included
+        active: dict[str, str] = {}  # make target → the file of a command that runs it
+        files = [mdir / n for n in ("builds.toml", "lanes.toml", "package.toml")]
+        if project.lanes is not None:
+            files.append(project.lanes)
+        for path in files:
+            if not path.is_file():
+                continue
+            for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+                for m in _MAKE_WORD.finditer(line):
+                    words = [w for w in m.group(1).split() if "=" not in w]
+                    known.update(words)
+                    if not line.lstrip().startswith("#"):
+                        for word in words:
+                            active.setdefault(word, display_path(path))
+        if facts_m.default_goal:
+            known.add(facts_m.default_goal)
+        for target in facts_m.targets:
+            if target not in known:
+                out.append(f"new Makefile target {target}: named in no command of {display_path(mdir)}")
+        for target, where in active.items():
+            if target not in facts_m.targets:
+                out.append(f"{where}: runs make {target}, which {facts_m.makefile} no longer has")
+    else:
+        py = read_python(root)
+        if project.version and py.version and py.version != project.version:
+            out.append(f"version {py.version} in pyproject.toml, {project.version} in "
+                       f"{display_path(mdir / 'project.toml')}")
+    return out

@@ -1,0 +1,212 @@
+"""``relgate init``: a first manifest folder for an existing repository, and ``init --check``.
+
+:func:`plan_init` reads the repository (:mod:`relgate.manifest.discover`) and returns the
+files a person would write — ``project.toml``, ``builds.toml``, ``lanes.toml`` (unless the
+project keeps its own ``[lanes]`` file, which is reused through ``lanes = "…"``, never
+copied), ``package.toml``, ``checklist.toml``, a commented ``measurements.toml``,
+``hosts/local.toml`` and a ``noxfile.py`` when there is none — each commented and headed by
+the ``#:schema`` line editors read (their text: :mod:`relgate.manifest.init_files`).
+:func:`write_plan` writes them, never over an existing
+file unless forced. ``init --check`` is :mod:`relgate.manifest.drift`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+
+from relgate.core.errors import InputError
+from relgate.core.record import record
+from relgate.manifest.discover import detect_kinds, read_cargo, read_make, read_python
+from relgate.manifest.init_files import (NOXFILE, UNASSIGNED, Reading, cargo_builds, checklist_toml, host_toml,
+                                         judged_targets, lanes_toml, make_builds, measurements_toml, package_toml,
+                                         project_toml, python_builds, quote)
+from relgate.manifest.keys import BUILTIN_LANES, PROJECT_KINDS
+from relgate.manifest.reference import schema_comment
+from relgate.manifest.schema import display_path
+
+__all__ = ["PlannedFile", "InitPlan", "plan_init", "read_repository", "write_plan", "pick_kind", "find_lanes_file",
+           "relgate_schemas"]
+
+
+@record
+class PlannedFile:
+    path: Path
+    text: str
+    keep_existing: bool = False  # hosts/local.toml, noxfile.py: an existing one is this machine's / the project's
+
+
+@record
+class InitPlan:
+    root: Path
+    kind: str
+    manifests: Path
+    files: tuple[PlannedFile, ...]
+    unassigned: tuple[str, ...]  # targets written as `# "name" = "?"` (or missing from the reused lanes file)
+    lanes_file: Path | None  # the project's own lanes file, reused
+    source: str  # what was read: "cargo metadata", "make -pRrq", "pyproject.toml [project]"
+    next_commands: tuple[str, ...]
+    gitignore: tuple[str, ...] = ()  # lines appended to .gitignore (the ledger home, python's build output)
+
+
+def relgate_schemas() -> Path | None:
+    """The ``schemas/`` folder of the relgate that runs (a checkout or an sdist), if it has one."""
+    import relgate
+
+    folder = Path(relgate.__file__).resolve().parent.parent / "schemas"
+    return folder if folder.is_dir() else None
+
+
+def pick_kind(root: Path, kind: str | None) -> str:
+    found = detect_kinds(root)
+    if kind is not None:
+        if kind not in PROJECT_KINDS:
+            raise InputError(f"--kind {kind}: one of {', '.join(PROJECT_KINDS)}")
+        return kind
+    if not found:
+        raise InputError(f"{display_path(root)}: no Cargo.toml, Makefile or pyproject.toml; say --kind "
+                         f"{'|'.join(PROJECT_KINDS)}")
+    if len(found) > 1:
+        listed = ", ".join(f"{name} ({k})" for k, name in found)
+        raise InputError(f"{display_path(root)}: found {listed}; say which one to qualify with --kind "
+                         f"{'|'.join(k for k, _ in found)}")
+    return found[0][0]
+
+
+def find_lanes_file(root: Path, skip: Path | None = None) -> Path | None:
+    """The project's own lanes file: ``qual/lanes.toml``, else a TOML file at the root or in
+    ``qual/`` holding a ``[lanes]`` table (never one inside the manifest folder ``skip``)."""
+    root = Path(root)
+    first = root / "qual" / "lanes.toml"
+    if first.is_file():
+        return first
+    header = re.compile(r"""^\s*\[\s*(?:lanes|"lanes"|'lanes')\s*\]\s*(?:#.*)?$""", re.M)
+    for folder in (root / "qual", root):
+        for path in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
+            if skip is not None and path.resolve().parent == skip.resolve():
+                continue
+            if path.name in ("Cargo.toml", "pyproject.toml"):
+                continue
+            try:
+                if header.search(path.read_text(encoding="utf-8", errors="replace")):
+                    return path
+            except OSError:
+                continue
+    return None
+
+
+def _head(name: str, path: Path, schemas: Path | None, what: str, root: Path) -> str:
+    line = schema_comment(name, path, schemas, root)
+    return (line + "\n" if line else "") + what
+
+
+def read_repository(root: Path, kind: str) -> tuple[Reading, str]:
+    """What init reads, and the builds.toml it makes of it."""
+    if kind == "cargo":
+        cargo = read_cargo(root)
+        return (Reading(kind=kind, name=cargo.name, version=cargo.version, source=cargo.source, facts=cargo,
+                        judged=judged_targets(cargo)), cargo_builds(cargo))
+    if kind == "make":
+        make = read_make(root)
+        return Reading(kind=kind, name=root.name, version=None, source="make -pRrq", facts=make), make_builds(make)
+    py = read_python(root)
+    return (Reading(kind=kind, name=py.name, version=py.version, source="pyproject.toml [project]", facts=py),
+            python_builds(py))
+
+
+def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = None,
+              schemas: Path | None = None) -> InitPlan:
+    """Every file init would write for the repository at ``root`` (nothing is written)."""
+    root = Path(root).resolve()
+    if not root.is_dir():
+        raise InputError(f"{display_path(root)}: no such folder")
+    kind = pick_kind(root, kind)
+    mdir = Path(manifests).resolve() if manifests is not None else root / "manifests"
+    schemas = schemas if schemas is not None else relgate_schemas()
+    reading, builds = read_repository(root, kind)
+    lanes_file = find_lanes_file(root, skip=mdir)
+    lanes_rel = lanes_file.relative_to(root).as_posix() if lanes_file is not None else None
+    if lanes_file is not None:  # reused: the census names what it lacks
+        from relgate.manifest.lanes import read_lanes_file
+
+        have = read_lanes_file(lanes_file).assignments
+        unassigned = [n for n, _, _ in reading.judged if n not in have]
+        used = set(have.values())
+    else:
+        unassigned = [n for n, lane, _ in reading.judged if lane == UNASSIGNED]
+        used = {lane for _, lane, _ in reading.judged if lane != UNASSIGNED}
+    lanes_used = [lane for lane in BUILTIN_LANES if lane in used] + sorted(used - set(BUILTIN_LANES))
+    changelog = next((n for n in ("CHANGELOG.md", "CHANGES.md") if (root / n).is_file()), None)
+    texts = [("project.toml", "project", project_toml(reading, rel_root=Path(os.path.relpath(root, mdir)).as_posix(),
+                                                      lanes=lanes_rel, changelog=changelog)),
+             ("builds.toml", "builds", builds)]
+    if lanes_file is None:
+        texts.append(("lanes.toml", "lanes", lanes_toml(reading)))
+    texts += [("package.toml", "package", package_toml(reading, lanes=lanes_rel)),
+              ("checklist.toml", "checklist", checklist_toml(reading, lanes_used=lanes_used)),
+              ("measurements.toml", "measurements", measurements_toml(reading))]
+    files = [PlannedFile(path=mdir / name, text=_head(schema, mdir / name, schemas, text, root).rstrip("\n") + "\n")
+             for name, schema, text in texts]
+    host = root / "hosts" / "local.toml"
+    files.append(PlannedFile(path=host, text=_head("host", host, schemas, host_toml(), root) + "\n",
+                             keep_existing=True))
+    if not (root / "noxfile.py").exists():
+        files.append(PlannedFile(path=root / "noxfile.py", keep_existing=True,
+                                 text=NOXFILE.format(manifests=quote(Path(os.path.relpath(mdir, root)).as_posix()))))
+    return InitPlan(root=root, kind=kind, manifests=mdir, files=tuple(files), unassigned=tuple(unassigned),
+                    lanes_file=lanes_file, source=reading.source, next_commands=_next_commands(root, mdir),
+                    gitignore=_gitignore_missing(root, kind))
+
+
+def _gitignore_missing(root: Path, kind: str) -> tuple[str, ...]:
+    wanted = [".relgate/"] + (["dist/", "build/", "*.egg-info/"] if kind == "python" else [])
+    ignore = root / ".gitignore"
+    have = ignore.read_text(encoding="utf-8", errors="replace").splitlines() if ignore.is_file() else []
+    return tuple(w for w in wanted if w not in have and "/" + w not in have)
+
+
+def _next_commands(root: Path, mdir: Path) -> tuple[str, ...]:
+    """check, census, nox -s host — as typed where the person stands."""
+    here = Path.cwd().resolve() == root
+    shown = Path(os.path.relpath(mdir, root)).as_posix() if here else str(mdir)
+    ws = "" if here else f" --workspace {root}"
+    nox_f = "" if here else f" -f {root / 'noxfile.py'}"
+    ours = not (root / "noxfile.py").exists() or _is_ours(root / "noxfile.py")
+    env = "" if ours and mdir == root / "manifests" else f"RELGATE_MANIFESTS={shown} "
+    return (f"relgate{ws} --manifests {shown} check", f"relgate{ws} --manifests {shown} census",
+            f"{env}nox{nox_f} -s host")
+
+
+def _is_ours(noxfile: Path) -> bool:
+    try:
+        return "written by relgate init" in noxfile.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return False
+
+
+def write_plan(plan: InitPlan, *, force: bool = False) -> list[tuple[Path, str]]:
+    """Write the planned files; (path, "wrote" | "kept") each. An existing file is refused
+    (nothing is written) unless ``force``; hosts/local.toml and noxfile.py are kept."""
+    existing = [f.path for f in plan.files if f.path.exists() and not f.keep_existing]
+    if existing and not force:
+        raise InputError(f"{display_path(existing[0])}: exists; relgate init never overwrites a file "
+                         f"(--force to replace{' it' if len(existing) == 1 else f' it and {len(existing) - 1} more'}, "
+                         "--dry-run to see what it would write)")
+    done: list[tuple[Path, str]] = []
+    for f in plan.files:
+        if f.path.exists() and f.keep_existing and not force:
+            done.append((f.path, "kept"))
+            continue
+        f.path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = f.path.with_name(f".{f.path.name}.relgate-init")
+        tmp.write_text(f.text, encoding="utf-8")
+        os.replace(tmp, f.path)
+        done.append((f.path, "wrote"))
+    if plan.gitignore:  # appended, never rewritten
+        ignore = plan.root / ".gitignore"
+        text = ignore.read_text(encoding="utf-8", errors="replace") if ignore.is_file() else ""
+        with ignore.open("a", encoding="utf-8") as out:
+            out.write(("\n" if text and not text.endswith("\n") else "") + "\n".join(plan.gitignore) + "\n")
+        done.append((ignore, "added " + " ".join(plan.gitignore) + " to"))
+    return done
