@@ -201,13 +201,37 @@ def test_a_6_percent_slowdown_asks_for_a_rerun_and_is_slower_when_confirmed(proj
     assert "6.0% the wrong way in two batches (between 5% and 10%)" in done.stdout
 
 
-def test_a_rerun_that_does_not_confirm_passes(project: Project, tmp_path: Path) -> None:
+def test_a_rerun_that_does_not_confirm_stays_open_and_is_undecided_after_max_batches(project: Project,
+                                                                                    tmp_path: Path) -> None:
+    """Changed by issue 20: an unconfirmed rerun used to pass ("the rerun did not confirm");
+    now the batches are pooled and disagree, so the row stays open until max_batches (4)."""
     _add(project, _csv(tmp_path, "base.csv", BASELINE.format(p=1000, g=50, p2=800, g2=40)), "--release", "0.2.0")
     _add(project, _csv(tmp_path, "c1.csv", BASELINE.format(p=880, g=50, p2=800, g2=40)), "--candidate")
     assert project.relgate("measure", "compare", "speed").returncode == 3
     _add(project, _csv(tmp_path, "c2.csv", BASELINE.format(p=1010, g=50, p2=800, g2=40)), "--candidate")
-    done = _ok(project.relgate("measure", "compare", "speed"))
-    assert "the rerun did not confirm the earlier 12.0%" in done.stdout
+    done = _ok(project.relgate("measure", "compare", "speed"), 3)
+    assert "the batches disagree (12.0%, 0.0% the wrong way): an unconfirmed rerun is no pass" in done.stdout
+    assert "1 run a side: point estimate, no interval" in done.stdout
+    for i, p in enumerate((1005, 995)):
+        _add(project, _csv(tmp_path, f"c{3 + i}.csv", BASELINE.format(p=p, g=50, p2=800, g2=40)), "--candidate")
+    done = _ok(project.relgate("measure", "compare", "speed"), 1)
+    assert f"speed on {BOARD}: undecided: too noisy at 4 runs" in done.stdout
+    assert "4 batches pooled (max_batches = 4)" in done.stdout
+    # a fifth batch is not counted: repeating cannot turn it green
+    _add(project, _csv(tmp_path, "c5.csv", BASELINE.format(p=1000, g=50, p2=800, g2=40)), "--candidate")
+    done = _ok(project.relgate("measure", "compare", "speed"), 1)
+    assert "not counted, after max_batches = 4" in done.stdout and "undecided: too noisy at 4 runs" in done.stdout
+
+
+def test_a_confirmed_regression_is_not_turned_green_by_more_batches(project: Project, tmp_path: Path) -> None:
+    """Once two batches confirmed 12 % (block), two more at the old speed change nothing: the
+    row was decided at batch 2, and later batches are pooled after the decision, never alone."""
+    assert _slowdown(project, tmp_path, 0.12) == [3, 1]
+    for i in range(2):
+        _add(project, _csv(tmp_path, f"fast{i}.csv", BASELINE.format(p=1000 + i, g=50, p2=800, g2=40)),
+             "--candidate")
+    done = _ok(project.relgate("measure", "compare", "speed"), 1)
+    assert f"speed on {BOARD}: block" in done.stdout and "12.0% the wrong way in two batches, above 10%" in done.stdout
 
 
 def test_an_equal_metric_that_moves_blocks_and_other_metadata_is_not_measured(project: Project,

@@ -699,6 +699,40 @@ class Ledger:
         return [(r["run"], json.loads(r["key"]), json.loads(r["metrics"]), json.loads(r["metadata"]))
                 for r in self._conn.execute("SELECT * FROM measure_rows WHERE batch_id = ? ORDER BY rowid", (batch_id,))]
 
+    def batch_samples(self, batch_id: int, *, first_run: int = 0
+                      ) -> tuple[dict[tuple[str, ...], dict[str, tuple[float, ...]]],
+                                 dict[tuple[str, ...], dict[str, str]], int]:
+        """A batch's runs from ``first_run`` on, by row: key → metric → every run's value (in
+        run order), key → the metadata of its row in the last run, and how many runs there
+        were. Plain tuples from SQLite and one JSON parse for all the metrics (150k rows: a
+        third of the time row by row); metadata is read for the last run only."""
+        cur = self._conn.cursor()
+        cur.row_factory = None
+        found = cur.execute("SELECT key, metrics FROM measure_rows WHERE batch_id = ? AND run >= ? ORDER BY rowid",
+                            (batch_id, first_run)).fetchall()
+        if not found:
+            return {}, {}, 0
+        parsed = json.loads("[" + ",".join(m for _, m in found) + "]")
+        values: dict[str, dict[str, list[float]]] = {}
+        for (key, _), row_metrics in zip(found, parsed):
+            per = values.get(key)
+            if per is None:
+                values[key] = {m: [float(v)] for m, v in row_metrics.items()}
+                continue
+            for metric, value in row_metrics.items():
+                got = per.get(metric)
+                if got is None:
+                    per[metric] = [float(value)]
+                else:
+                    got.append(float(value))
+        (last_run, count), = cur.execute("SELECT MAX(run), COUNT(DISTINCT run) FROM measure_rows"
+                                         " WHERE batch_id = ? AND run >= ?", (batch_id, first_run)).fetchall()
+        meta = {k: m for k, m in cur.execute("SELECT key, metadata FROM measure_rows WHERE batch_id = ? AND run = ?",
+                                             (batch_id, last_run))}
+        out = {tuple(json.loads(k)): {m: tuple(v) for m, v in per.items()} for k, per in values.items()}
+        meta_out = {tuple(json.loads(k)): json.loads(m) for k, m in meta.items()}
+        return out, meta_out, int(count)
+
     def add_decision(self, *, project: str, commit: str, dirty: bool, item: str, kind: str, by: str | None,
                      note: str | None, step_id: int | None = None) -> int:
         with self._tx():
