@@ -352,15 +352,16 @@ def compare_samples(spec: MeasureSpec, board: str, previous: Sequence[Samples], 
         pool_rows = [[p.values.get(key) or {} for p in pool] for pool in pools]
         for metric, direction in spec.metrics.items():
             steps = []
-            pooled: list[float] = []
+            pooled: Sequence[float] = ()
             for j, row in enumerate(cand_rows):
                 mine = row.get(metric)
                 if not mine:
                     continue
-                prev = [v for p in pool_rows[j] for v in p.get(metric, ())]
+                here = pool_rows[j]
+                prev = here[0].get(metric, ()) if len(here) == 1 else [v for p in here for v in p.get(metric, ())]
                 if not prev:
                     continue
-                pooled = [*pooled, *mine]
+                pooled = mine if not pooled else [*pooled, *mine]
                 steps.append((prev, pooled, mine))
             if not steps:
                 continue

@@ -69,7 +69,7 @@ def _noise_text(b: BoardComparison, rerun_above: float | None = None) -> str:
     n = b.noise
     if n is None:
         return "A/A noise floor: not measured on this board"
-    what = "largest A/B move, 1 run a side" if n.point else "interval half-width"
+    what = "largest A/B move, too few runs for an interval" if n.point else "interval half-width"
     return (f"A/A noise floor ±{n.floor:.1%} ({what}, median of {len(n.widths)}"
             + (f"; widest ±{n.widest[1]:.1%}" if n.widest else "") + f") at {n.runs} run(s) a side, batch #{n.batch.id}")
 

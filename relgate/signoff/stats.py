@@ -98,12 +98,12 @@ def _achieved(m: int, n: int, c: int) -> float:
 def _logs_or_scaled(previous: Sequence[float], candidate: Sequence[float]) -> tuple[list[float], list[float], bool]:
     """Both samples sorted, as logs (``True``) or, with a value <= 0, divided by the
     previous median (``False``)."""
-    if min(previous) > 0 and min(candidate) > 0:
-        return sorted(map(math.log, previous)), sorted(map(math.log, candidate)), True
-    ordered = sorted(previous)
+    ordered, other = sorted(previous), sorted(candidate)
+    if ordered[0] > 0 and other[0] > 0:
+        return list(map(math.log, ordered)), list(map(math.log, other)), True
     m = len(ordered)
     base = abs(ordered[m // 2] if m % 2 else (ordered[m // 2 - 1] + ordered[m // 2]) / 2) or 1.0
-    return [v / base for v in ordered], sorted(v / base for v in candidate), False
+    return [v / base for v in ordered], [v / base for v in other], False
 
 
 def hl_ratio(xs: list[float], ys: list[float], logs: bool, c: int) -> tuple[float, float, float]:

@@ -43,7 +43,7 @@ def board_lines(b: BoardComparison, spec: MeasureSpec, *, show_all: bool = False
 def noise_lines(noise: NoiseFloor | None, spec: MeasureSpec) -> list[str]:
     if noise is None:
         return [f"A/A noise floor: not measured on this board (nox -s compare -- --aa {spec.name})"]
-    what = "largest A/B move (1 run a side: no interval)" if noise.point else f"{spec.confidence:.0%} interval"
+    what = "largest A/B move: too few runs for an interval" if noise.point else f"{spec.confidence:.0%} interval"
     widest = noise.widest
     line = (f"A/A noise floor: ±{noise.floor:.1%} at {noise.runs} run{'s' if noise.runs != 1 else ''} a side "
             f"({what}, median of {len(noise.widths)} row(s) × metric"
@@ -57,5 +57,5 @@ def noise_lines(noise: NoiseFloor | None, spec: MeasureSpec) -> list[str]:
                    f"{need} runs a side would resolve {spec.rerun_above:.0%} on every row of this board")
     elif over:
         out.append(f"  {len(over)} of {len(noise.widths)} A/B moves exceed the {spec.rerun_above:.0%} rerun threshold "
-                   "with 1 run a side: measure more runs a side (runs = …) for an interval")
+                   "with too few runs for an interval: measure more runs a side (runs = …)")
     return out
