@@ -284,14 +284,23 @@ class BaselineRow:
     project_key: str | None = None
 
 
-def _by_key(keys: list[str], parsed: list[dict[str, Any]]) -> dict[str, dict[str, tuple[float, ...]]]:
-    """Rows grouped by key, in first-seen order. A batch is usually rectangular (every run has
-    the same rows in the same order, one metric set): then each row's values are a slice of a
-    column, taken in C, not a Python loop over every row."""
+def _by_key(keys: list[str], parsed: list[dict[str, Any]] | None,
+            columns: dict[str, list[Any]] | None = None) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Rows grouped by key, in first-seen order, from per-row dicts (``parsed``) or one
+    metric's column. A batch is usually rectangular (every run has the same rows in the same
+    order): then each row's values are a slice of a column, taken in C, not a Python loop
+    over every row. A value SQLite found missing (None) is left out."""
     first = keys[: len(dict.fromkeys(keys))]
     width = len(first)
-    if width and len(keys) % width == 0 and len(set(first)) == width and all(
-            keys[i: i + width] == first for i in range(width, len(keys), width)):
+    rectangular = width and len(keys) % width == 0 and len(set(first)) == width and all(
+        keys[i: i + width] == first for i in range(width, len(keys), width))
+    if columns is not None:
+        (metric, column), = columns.items()
+        if rectangular and None not in column:
+            return {k: {metric: tuple(column[i::width])} for i, k in enumerate(first)}
+        parsed = [{metric: v} if v is not None else {} for v in column]
+    assert parsed is not None
+    if rectangular:
         names = list(parsed[0])
         if set(map(len, parsed)) == {len(names)}:
             try:
@@ -724,23 +733,36 @@ class Ledger:
         return [(r["run"], json.loads(r["key"]), json.loads(r["metrics"]), json.loads(r["metadata"]))
                 for r in self._conn.execute("SELECT * FROM measure_rows WHERE batch_id = ? ORDER BY rowid", (batch_id,))]
 
-    def batch_samples(self, batch_id: int, *, first_run: int = 0
+    def batch_samples(self, batch_id: int, *, first_run: int = 0, metrics: Sequence[str] = ()
                       ) -> tuple[dict[tuple[str, ...], dict[str, tuple[float, ...]]],
                                  dict[tuple[str, ...], dict[str, str]], int]:
         """A batch's runs from ``first_run`` on, by row: key → metric → every run's value (in
         run order), key → the metadata of its row in the last run, and how many runs there
-        were. Plain tuples from SQLite and one JSON parse for all the metrics (150k rows: a
-        third of the time row by row); metadata is read for the last run only."""
+        were. ``metrics``: only these, taken out of each row's JSON by SQLite itself (10k
+        rows × 15 runs in a fraction of the time of parsing them here); else every metric,
+        parsed in one JSON parse. Metadata is read for the last run only."""
         cur = self._conn.cursor()
         cur.row_factory = None
-        found = cur.execute("SELECT key, metrics, run FROM measure_rows WHERE batch_id = ? AND run >= ?"
-                            " ORDER BY rowid", (batch_id, first_run)).fetchall()
-        if not found:
-            return {}, {}, 0
-        parsed = json.loads("[" + ",".join(map(itemgetter(1), found)) + "]")
+        names = [m for m in dict.fromkeys(metrics) if '"' not in m and "\\" not in m]
+        if names and len(names) == len(metrics):
+            picks = ", ".join(f"json_extract(metrics, '$.\"{m}\"')" for m in names)
+            found = cur.execute(f"SELECT key, run, {picks} FROM measure_rows WHERE batch_id = ? AND run >= ?"
+                                " ORDER BY rowid", (batch_id, first_run)).fetchall()
+            if not found:
+                return {}, {}, 0
+            parsed = [{m: v for m, v in zip(names, row[2:]) if v is not None} for row in found] \
+                if len(names) > 1 else None
+            columns = {names[0]: list(map(itemgetter(2), found))} if parsed is None else None
+        else:
+            found = cur.execute("SELECT key, run, metrics FROM measure_rows WHERE batch_id = ? AND run >= ?"
+                                " ORDER BY rowid", (batch_id, first_run)).fetchall()
+            if not found:
+                return {}, {}, 0
+            parsed = json.loads("[" + ",".join(map(itemgetter(2), found)) + "]")
+            columns = None
         keys = list(map(itemgetter(0), found))
-        values = _by_key(keys, parsed)
-        runs = set(map(itemgetter(2), found))
+        values = _by_key(keys, parsed, columns)
+        runs = set(map(itemgetter(1), found))
         last_run, count = max(runs), len(runs)
         meta = {k: m for k, m in cur.execute("SELECT key, metadata FROM measure_rows WHERE batch_id = ? AND run = ?",
                                              (batch_id, last_run))}

@@ -61,8 +61,9 @@ class Medians:
     counted: int
 
 
-def samples(ledger: Ledger, batch: BatchRow) -> Samples:
-    values, meta, counted = ledger.batch_samples(batch.id, first_run=batch.warmup)
+def samples(ledger: Ledger, batch: BatchRow, metrics: Sequence[str] = ()) -> Samples:
+    """``metrics``: only these (SQLite takes them out of the rows); default every one."""
+    values, meta, counted = ledger.batch_samples(batch.id, first_run=batch.warmup, metrics=metrics)
     return Samples(batch=batch, values=values, metadata={k: {**batch.metadata, **m} for k, m in meta.items()},
                    counted=counted)
 
@@ -390,8 +391,9 @@ def compare_board(ledger: Ledger, spec: MeasureSpec, board: str, previous: Seque
     if not candidates:
         return BoardComparison(candidates=(), results=(),
                                not_measured="no clean batch of the candidate on this board", **common)
-    prevs = [samples(ledger, p) for p in previous]
-    cands = [samples(ledger, c) for c in used]
+    names = tuple(spec.metrics)
+    prevs = [samples(ledger, p, names) for p in previous]
+    cands = [samples(ledger, c, names) for c in used]
     differs = next((d for d in (_metadata_difference(spec, prevs[-1], c) for c in [*prevs[:-1], *cands]) if d), None)
     if differs is not None:
         return BoardComparison(candidates=used, results=(), not_measured=differs, **common)
