@@ -207,3 +207,25 @@ def test_confidence_and_max_batches_are_read() -> None:
     spec = _spec(confidence=0.99, max_batches=6)
     assert (spec.confidence, spec.max_batches) == (0.99, 6)
     assert (_spec().confidence, _spec().max_batches) == (0.95, 4)
+
+
+def test_batch_samples_reads_every_run_by_row_rectangular_or_not(tmp_path: Path) -> None:
+    """The ledger's read of a batch: a rectangular batch (column slices), a ragged one (a row
+    missing from a run, one with other metrics), named metrics (SQLite's json_extract) or all."""
+    from relgate.ledger.store import Ledger
+
+    batch = dict(project="p", measure="m", kind="measure", side="release", release="1", commit_sha=None, dirty=False,
+                 board="B", host=None, metadata={}, warmup=1, run_id=None, source="s", sha256=None, path=None)
+    square = [(run, [k], {"a": 10.0 * run + i, "b": float(i)}, {"run": str(run)}) for run in range(3)
+              for i, k in enumerate("xy")]
+    ragged = [*square[:-1], (3, ["x"], {"a": 99.0}, {"run": "3"})]
+    with Ledger.open(tmp_path / "home") as ledger:
+        one, two = ledger.add_batch(batch, square), ledger.add_batch(batch, ragged)
+        values, meta, runs = ledger.batch_samples(one, first_run=1)
+        assert values == {("x",): {"a": (10.0, 20.0), "b": (0.0, 0.0)}, ("y",): {"a": (11.0, 21.0), "b": (1.0, 1.0)}}
+        assert runs == 2 and meta[("x",)] == {"run": "2"}
+        assert ledger.batch_samples(one, first_run=1, metrics=("a",))[0] == {("x",): {"a": (10.0, 20.0)},
+                                                                            ("y",): {"a": (11.0, 21.0)}}
+        values, _, runs = ledger.batch_samples(two, first_run=1, metrics=("a", "b"))
+        assert values == {("x",): {"a": (10.0, 20.0, 99.0), "b": (0.0, 0.0)}, ("y",): {"a": (11.0,), "b": (1.0,)}}
+        assert runs == 3 and ledger.batch_samples(two)[0] == ledger.batch_samples(two, metrics=("a", "b"))[0]

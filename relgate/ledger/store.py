@@ -285,13 +285,13 @@ class BaselineRow:
 
 
 def _by_key(keys: list[str], parsed: list[dict[str, Any]] | None,
-            columns: dict[str, list[Any]] | None = None) -> dict[str, dict[str, tuple[float, ...]]]:
+            columns: dict[str, list[Any]] | None = None, runs: int = 0) -> dict[str, dict[str, tuple[float, ...]]]:
     """Rows grouped by key, in first-seen order, from per-row dicts (``parsed``) or one
     metric's column. A batch is usually rectangular (every run has the same rows in the same
     order): then each row's values are a slice of a column, taken in C, not a Python loop
     over every row. A value SQLite found missing (None) is left out."""
-    first = keys[: len(dict.fromkeys(keys))]
-    width = len(first)
+    width = len(keys) // runs if runs and len(keys) % runs == 0 else len(dict.fromkeys(keys))
+    first = keys[:width]
     rectangular = width and len(keys) % width == 0 and len(set(first)) == width and all(
         keys[i: i + width] == first for i in range(width, len(keys), width))
     if columns is not None:
@@ -761,9 +761,9 @@ class Ledger:
             parsed = json.loads("[" + ",".join(map(itemgetter(2), found)) + "]")
             columns = None
         keys = list(map(itemgetter(0), found))
-        values = _by_key(keys, parsed, columns)
         runs = set(map(itemgetter(1), found))
         last_run, count = max(runs), len(runs)
+        values = _by_key(keys, parsed, columns, count)
         meta = {k: m for k, m in cur.execute("SELECT key, metadata FROM measure_rows WHERE batch_id = ? AND run = ?",
                                              (batch_id, last_run))}
         decoded = json.loads("[" + ",".join(values) + "]")
