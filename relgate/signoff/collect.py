@@ -27,7 +27,7 @@ from relgate.ledger.gitfacts import GitFacts, read_git_facts
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import TargetOptions
-from relgate.manifest.measures import MeasureSpec, QualitySpec
+from relgate.manifest.measures import MeasureSpec
 from relgate.manifest.schema import display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace

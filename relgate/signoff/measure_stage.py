@@ -15,7 +15,6 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.manifest.workspace import Workspace
-from relgate.run.console import render_table
 from relgate.signoff.candidate import candidate_of
 from relgate.signoff.collect import measure, measure_of
 from relgate.signoff.specs import spec_of

@@ -71,7 +71,8 @@ def _noise_text(b: BoardComparison, rerun_above: float | None = None) -> str:
         return "A/A noise floor: not measured on this board"
     what = "largest A/B move, too few runs for an interval" if n.point else "interval half-width"
     return (f"A/A noise floor ±{n.floor:.1%} ({what}, median of {len(n.widths)}"
-            + (f"; widest ±{n.widest[1]:.1%}" if n.widest else "") + f") at {n.runs} run(s) a side, batch #{n.batch.id}")
+            + (f"; widest ±{n.widest[1]:.1%}" if n.widest else "")
+            + f") at {n.runs} run(s) a side, batch #{n.batch.id}")
 
 
 def _rows_table(b: BoardComparison, keys: Sequence[str], arrow: str = " → ") -> list[str]:

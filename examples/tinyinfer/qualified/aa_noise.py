@@ -110,7 +110,8 @@ def main() -> int:
                                        "--", "--aa", measure], cwd=CHECKOUT, env=env, capture_output=True, text=True)
                 took = time.monotonic() - s0
                 text = done.stdout + done.stderr
-                print(f"===== {measure} round {i + 1}: exit {done.returncode}, {took:.1f} s\n{text}", file=log, flush=True)
+                print(f"===== {measure} round {i + 1}: exit {done.returncode}, {took:.1f} s\n{text}", file=log,
+                      flush=True)
                 boards = _parse(measure, text) or [{"board": "-", "verdict": f"no A/A output (exit {done.returncode})"}]
                 for b in boards:
                     bad += int(b.get("slower", "0")) + int(b.get("block", "0"))
