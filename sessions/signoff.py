@@ -1,6 +1,7 @@
 """``nox -s signoff``, ``nox -s tag`` and ``nox -s compare``: the sign-off before a tag.
 
-    nox -s compare -- [NAME …] [--previous REF] [--board B]   measure, then previous vs candidate
+    nox -s compare -- [NAME …] [--previous REF] [--board B] [--all]   measure, then previous vs candidate
+    nox -s compare -- --aa NAME                                    the candidate against itself: noise floor
     nox -s signoff -- [--out DIR] [--changelog]              evaluate the checklist, write the report
     nox -s tag -- [--out DIR] [--key SSH_KEY]                 the annotated tag, for a complete sign-off
 """

@@ -111,9 +111,11 @@ def _csv(tmp: Path, name: str, text: str, *, bom: bool = False, crlf: bool = Fal
 
 
 def _add(project: Project, file: Path, *side: str, meta: tuple[str, ...] = ("driver=550.54", "dtype=f16"),
-         name: str = "speed", code: int = 0) -> subprocess.CompletedProcess[str]:
+         name: str = "speed", code: int = 0, more: tuple[Path, ...] = ()) -> subprocess.CompletedProcess[str]:
+    """``more``: further files, the batch's other runs."""
     extra = [a for m in meta for a in ("--meta", m)]
-    return _ok(project.relgate("measure", "add", name, str(file), "--board", BOARD, *side, *extra), code)
+    return _ok(project.relgate("measure", "add", name, str(file), *map(str, more), "--board", BOARD, *side, *extra),
+               code)
 
 
 # --- measurements ------------------------------------------------------------------------------
@@ -201,13 +203,94 @@ def test_a_6_percent_slowdown_asks_for_a_rerun_and_is_slower_when_confirmed(proj
     assert "6.0% the wrong way in two batches (between 5% and 10%)" in done.stdout
 
 
-def test_a_rerun_that_does_not_confirm_passes(project: Project, tmp_path: Path) -> None:
+def test_a_rerun_that_does_not_confirm_stays_open_and_is_undecided_after_max_batches(project: Project,
+                                                                                    tmp_path: Path) -> None:
+    """Changed by issue 20: an unconfirmed rerun used to pass ("the rerun did not confirm");
+    now the batches are pooled and disagree, so the row stays open until max_batches (4)."""
     _add(project, _csv(tmp_path, "base.csv", BASELINE.format(p=1000, g=50, p2=800, g2=40)), "--release", "0.2.0")
     _add(project, _csv(tmp_path, "c1.csv", BASELINE.format(p=880, g=50, p2=800, g2=40)), "--candidate")
     assert project.relgate("measure", "compare", "speed").returncode == 3
     _add(project, _csv(tmp_path, "c2.csv", BASELINE.format(p=1010, g=50, p2=800, g2=40)), "--candidate")
+    done = _ok(project.relgate("measure", "compare", "speed"), 3)
+    assert "the batches disagree (12.0%, 0.0% the wrong way): an unconfirmed rerun is no pass" in done.stdout
+    assert "1 run a side: point estimate, no interval" in done.stdout
+    for i, p in enumerate((1005, 995)):
+        _add(project, _csv(tmp_path, f"c{3 + i}.csv", BASELINE.format(p=p, g=50, p2=800, g2=40)), "--candidate")
+    done = _ok(project.relgate("measure", "compare", "speed"), 1)
+    assert f"speed on {BOARD}: undecided: too noisy at 4 runs" in done.stdout
+    assert "4 batches pooled (max_batches = 4)" in done.stdout
+    # a fifth batch is not counted: repeating cannot turn it green
+    _add(project, _csv(tmp_path, "c5.csv", BASELINE.format(p=1000, g=50, p2=800, g2=40)), "--candidate")
+    done = _ok(project.relgate("measure", "compare", "speed"), 1)
+    assert "not counted, after max_batches = 4" in done.stdout and "undecided: too noisy at 4 runs" in done.stdout
+
+
+def test_a_confirmed_regression_is_not_turned_green_by_more_batches(project: Project, tmp_path: Path) -> None:
+    """Once two batches confirmed 12 % (block), two more at the old speed change nothing: the
+    row was decided at batch 2, and later batches are pooled after the decision, never alone."""
+    assert _slowdown(project, tmp_path, 0.12) == [3, 1]
+    for i in range(2):
+        _add(project, _csv(tmp_path, f"fast{i}.csv", BASELINE.format(p=1000 + i, g=50, p2=800, g2=40)),
+             "--candidate")
+    done = _ok(project.relgate("measure", "compare", "speed"), 1)
+    assert f"speed on {BOARD}: block" in done.stdout and "12.0% the wrong way in two batches, above 10%" in done.stdout
+
+
+def _runs(tmp_path: Path, name: str, prefill: float, runs: int = 8, seed: int = 1) -> list[Path]:
+    """``runs`` files of the C engine's CSV (BOM, CRLF), prefill_tps spread ±1 % around ``prefill``."""
+    import random
+
+    rng = random.Random(seed)
+    return [_csv(tmp_path, f"{name}{i}.csv", BASELINE.format(p=round(prefill * rng.uniform(0.99, 1.01), 2),
+                                                             g=round(50 * rng.uniform(0.99, 1.01), 3), p2=800,
+                                                             g2=40), bom=True, crlf=True) for i in range(runs)]
+
+
+def test_several_files_are_the_runs_of_one_batch_judged_by_the_interval(project: Project, tmp_path: Path) -> None:
+    """`measure add NAME FILE…`: one batch, each file a run; the verdict comes from the ratio's
+    interval; only the rows that do not pass are printed (with a summary line), `--all`
+    prints every row; the sign-off's changelog section keeps the full table with intervals."""
+    prev, cand = _runs(tmp_path, "p", 1000), _runs(tmp_path, "c", 860, seed=2)
+    done = _add(project, prev[0], "--release", "0.2.0", more=tuple(prev[1:]))
+    assert "batch #1, 8 runs of 2 row(s) of release 0.2.0" in done.stdout
+    _add(project, cand[0], "--candidate", more=tuple(cand[1:]))
+    again = _add(project, cand[0], "--candidate", code=2, more=tuple(cand[1:]))  # the same runs twice: refused
+    assert "these runs are batch #2 already" in again.stderr
+    done = _ok(project.relgate("measure", "compare", "speed"), 1)
+    assert f"speed on {BOARD}: block" in done.stdout
+    assert "2 rows × 3 metrics: 5 pass, 1 block, widest interval ±" in done.stdout
+    assert "the wrong way (95%, 8 against 8 runs): beyond 10%" in done.stdout
+    assert "ctx_tokens=512" in done.stdout and "gen_tps" not in done.stdout.split("widest interval")[1]
+    assert "A/A noise floor: not measured on this board (nox -s compare -- --aa speed)" in done.stdout
+    every = _ok(project.relgate("measure", "compare", "speed", "--all"), 1)
+    assert every.stdout.count("ctx_tokens=") == 6 and "gen_tps" in every.stdout
+    doc = _signoff(project)
+    rows = doc["measurements"][0]["boards"][0]["rows"]
+    block = next(r for r in rows if r["verdict"] == "block")
+    assert block["metric"] == "prefill_tps" and block["runs"] == [8, 8] and block["interval"][1] < 0.9
+    assert all(r["interval"] is None for r in rows if r["metric"] == "kvcache_bytes")
+    section = (project.home / "so" / "changelog-section.md").read_text()
+    assert "| row | metric | better | previous | candidate | ratio | interval | runs | verdict | why |" in section
+    assert section.count("| ctx_tokens=") == 6 and "× (±" in section
+
+
+def test_the_noise_floor_from_recorded_batches_is_shown_per_board(project: Project, tmp_path: Path) -> None:
+    """`relgate measure noise NAME --board B`: two clean batches of one commit as an A/A pair;
+    the floor is recorded, and the compare and the sign-off show it for that board."""
+    prev = _runs(tmp_path, "p", 1000)
+    _add(project, prev[0], "--release", "0.2.0", more=tuple(prev[1:]))
+    for seed in (3, 4):
+        files = _runs(tmp_path, f"c{seed}-", 1000, seed=seed)
+        _add(project, files[0], "--candidate", more=tuple(files[1:]))
+    done = _ok(project.relgate("measure", "noise", "speed", "--board", BOARD))
+    assert f"speed A/A on {BOARD}: pass" in done.stdout
+    assert "A/A noise floor: ±" in done.stdout and "at 8 runs a side (95% interval" in done.stdout
     done = _ok(project.relgate("measure", "compare", "speed"))
-    assert "the rerun did not confirm the earlier 12.0%" in done.stdout
+    assert "A/A noise floor: ±" in done.stdout and "(95% interval, median of 4 row(s) × metric" in done.stdout
+    doc = _signoff(project)
+    assert doc["measurements"][0]["boards"][0]["noise"]["runs"] == 8
+    nothing = project.relgate("measure", "noise", "speed", "--board", "OTHER")
+    assert nothing.returncode == 2 and "no A/A pair recorded on board OTHER" in nothing.stderr
 
 
 def test_an_equal_metric_that_moves_blocks_and_other_metadata_is_not_measured(project: Project,
@@ -548,3 +631,29 @@ def test_tag_refuses_a_project_without_a_version(project: Project) -> None:
     done = project.relgate("tag")
     assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
     assert "no version to tag (set project.version, or release.version in the checklist)" in done.stderr
+
+
+def test_compare_aa_measures_the_candidate_against_itself_and_records_the_floor(tinyinfer: Project) -> None:
+    """`nox -s compare -- --aa matvec`: the shipped measure (`make bench`, 5 runs, 1 warm-up),
+    the candidate twice, interleaved on this host; B judged against A, the floor recorded
+    (max_batches = 1 here, to keep the test short)."""
+    toml = tinyinfer.manifests / "measurements.toml"
+    toml.write_text(toml.read_text().replace("rerun_above = 0.05\nblock_above = 0.10\n",
+                                             "rerun_above = 0.05\nblock_above = 0.10\nmax_batches = 1\n", 1))
+    done = tinyinfer.nox("compare", extra=("--", "--aa", "matvec"))
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out
+    assert done.returncode in (0, 1), out  # 1 only if identical code came out slower or blocked here
+    assert "matvec@aa-a#1" in out and "matvec@aa-b#5" in out  # A B A B …: 5 runs a side
+    assert f"matvec A/A on {BOARD}: " in out and "A: batch(es) #1; B: batch(es) #2 (the candidate, interleaved)" in out
+    assert "A/A noise floor: ±" in out and "at 4 runs a side (95% interval" in out
+    with ledger_of(tinyinfer) as ledger:
+        kinds = [(b.kind, b.side, b.metadata.get("aa")) for b in ledger.batches(project=_project_key(ledger),
+                                                                                measure="matvec")]
+    assert kinds == [("measure", "aa", "a"), ("measure", "aa", "b"), ("noise", "noise", None)]
+    done = tinyinfer.relgate("measure", "noise", "matvec", "--board", BOARD)
+    assert done.returncode in (0, 1) and f"matvec A/A on {BOARD}" in done.stdout, done.stdout + done.stderr
+
+
+def _project_key(ledger) -> str:  # type: ignore[no-untyped-def]
+    return ledger._conn.execute("SELECT project FROM measure_batches LIMIT 1").fetchone()[0]

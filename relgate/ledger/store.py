@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import fields
 from datetime import datetime, timezone
+from operator import itemgetter
 from pathlib import Path
 from types import FunctionType
 from typing import Any
@@ -282,6 +283,39 @@ class BaselineRow:
     cells: int
     accepted: str
     project_key: str | None = None
+
+
+def _by_key(keys: list[str], parsed: list[dict[str, Any]] | None,
+            columns: dict[str, list[Any]] | None = None, runs: int = 0) -> dict[str, dict[str, tuple[float, ...]]]:
+    """Rows grouped by key, in first-seen order, from per-row dicts (``parsed``) or one
+    metric's column. A batch is usually rectangular (every run has the same rows in the same
+    order): then each row's values are a slice of a column, taken in C, not a Python loop
+    over every row. A value SQLite found missing (None) is left out."""
+    width = len(keys) // runs if runs and len(keys) % runs == 0 else len(dict.fromkeys(keys))
+    first = keys[:width]
+    rectangular = width and len(keys) % width == 0 and len(set(first)) == width and all(
+        keys[i: i + width] == first for i in range(width, len(keys), width))
+    if columns is not None:
+        (metric, column), = columns.items()
+        if rectangular and None not in column:
+            return {k: {metric: tuple(column[i::width])} for i, k in enumerate(first)}
+        parsed = [{metric: v} if v is not None else {} for v in column]
+    assert parsed is not None
+    if rectangular:
+        names = list(parsed[0])
+        if set(map(len, parsed)) == {len(names)}:
+            try:
+                columns = {m: [d[m] for d in parsed] for m in names}
+            except KeyError:  # a row with other metrics: grouped row by row below
+                columns = None
+            if columns is not None:
+                return {k: {m: tuple(col[i::width]) for m, col in columns.items()} for i, k in enumerate(first)}
+    grouped: dict[str, dict[str, list[float]]] = {}
+    for key, row in zip(keys, parsed):
+        per = grouped.setdefault(key, {})
+        for metric, value in row.items():
+            per.setdefault(metric, []).append(value)
+    return {k: {m: tuple(v) for m, v in per.items()} for k, per in grouped.items()}
 
 
 @record
@@ -700,6 +734,45 @@ class Ledger:
     def batch_rows(self, batch_id: int) -> list[tuple[int, list[str], dict[str, Any], dict[str, str]]]:
         return [(r["run"], json.loads(r["key"]), json.loads(r["metrics"]), json.loads(r["metadata"]))
                 for r in self._conn.execute("SELECT * FROM measure_rows WHERE batch_id = ? ORDER BY rowid", (batch_id,))]
+
+    def batch_samples(self, batch_id: int, *, first_run: int = 0, metrics: Sequence[str] = ()
+                      ) -> tuple[dict[tuple[str, ...], dict[str, tuple[float, ...]]],
+                                 dict[tuple[str, ...], dict[str, str]], int]:
+        """A batch's runs from ``first_run`` on, by row: key → metric → every run's value (in
+        run order), key → the metadata of its row in the last run, and how many runs there
+        were. ``metrics``: only these, taken out of each row's JSON by SQLite itself (10k
+        rows × 15 runs in a fraction of the time of parsing them here); else every metric,
+        parsed in one JSON parse. Metadata is read for the last run only."""
+        cur = self._conn.cursor()
+        cur.row_factory = None
+        names = [m for m in dict.fromkeys(metrics) if '"' not in m and "\\" not in m]
+        if names and len(names) == len(metrics):
+            picks = ", ".join(f"json_extract(metrics, '$.\"{m}\"')" for m in names)
+            found = cur.execute(f"SELECT key, run, {picks} FROM measure_rows WHERE batch_id = ? AND run >= ?"
+                                " ORDER BY rowid", (batch_id, first_run)).fetchall()
+            if not found:
+                return {}, {}, 0
+            parsed = [{m: v for m, v in zip(names, row[2:]) if v is not None} for row in found] \
+                if len(names) > 1 else None
+            columns = {names[0]: list(map(itemgetter(2), found))} if parsed is None else None
+        else:
+            found = cur.execute("SELECT key, run, metrics FROM measure_rows WHERE batch_id = ? AND run >= ?"
+                                " ORDER BY rowid", (batch_id, first_run)).fetchall()
+            if not found:
+                return {}, {}, 0
+            parsed = json.loads("[" + ",".join(map(itemgetter(2), found)) + "]")
+            columns = None
+        keys = list(map(itemgetter(0), found))
+        runs = set(map(itemgetter(1), found))
+        last_run, count = max(runs), len(runs)
+        values = _by_key(keys, parsed, columns, count)
+        meta = {k: m for k, m in cur.execute("SELECT key, metadata FROM measure_rows WHERE batch_id = ? AND run = ?",
+                                             (batch_id, last_run))}
+        decoded = json.loads("[" + ",".join(values) + "]")
+        out = {tuple(k): per for k, per in zip(decoded, values.values())}
+        meta_keys = json.loads("[" + ",".join(meta) + "]")
+        meta_values = json.loads("[" + ",".join(meta.values()) + "]")
+        return out, {tuple(k): m for k, m in zip(meta_keys, meta_values)}, int(count)
 
     def add_decision(self, *, project: str, commit: str, dirty: bool, item: str, kind: str, by: str | None,
                      note: str | None, step_id: int | None = None) -> int:

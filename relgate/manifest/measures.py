@@ -11,8 +11,10 @@ and the policy that compares the previous release with the candidate.
     vary = ["commit", "source_hash"]      # metadata that may differ between previous and candidate
     runs = 3                              # runs per batch …
     warmup = 1                            # … the first ones discarded
-    rerun_above = 0.05
-    block_above = 0.10
+    rerun_above = 0.05                    # the ratio's interval wholly within: pass; wholly beyond: slower
+    block_above = 0.10                    # … wholly beyond this: block; straddling: another batch, pooled
+    confidence = 0.95                     # the interval's confidence
+    max_batches = 4                       # still straddling after this many batches: undecided
 
     [quality.scorer]
     target = "score"
@@ -76,6 +78,8 @@ class MeasureSpec(_Source):
     rerun_above: float
     block_above: float
     args: tuple[str, ...] = ()
+    confidence: float = 0.95  # of the ratio's interval (relgate.signoff.compare)
+    max_batches: int = 4  # batches pooled before a row that still straddles is undecided
 
 
 @record
@@ -148,13 +152,22 @@ def parse_measurements(data: Mapping[str, Any], *, path: Path) -> MeasurementsSp
         block = _fraction(c, t, prefix, "block_above", 0.10)
         if block < rerun:
             c.problem(f"{prefix}.block_above", f"must not be below rerun_above ({rerun:g})")
+        confidence = c.get(t, prefix, "confidence", float, 0.95)
+        if not 0.5 <= confidence < 1:
+            c.problem(f"{prefix}.confidence", "must be a probability from 0.5 to below 1, such as 0.95")
+            confidence = 0.95
+        max_batches = c.get(t, prefix, "max_batches", int, 4)
+        if max_batches < 1:
+            c.problem(f"{prefix}.max_batches", "must be at least 1")
+            max_batches = 4
         overlap = set(base["key"]) & set(metrics)
         if overlap:
             c.problem(f"{prefix}.key", f"{sorted(overlap)[0]} is a metric, not a key column")
         measures[name] = MeasureSpec(**base, metrics=metrics, metadata=tuple(c.string_list(t, prefix, "metadata")),
                                      vary=tuple(c.string_list(t, prefix, "vary")) if "vary" in t else _DEFAULT_VARY,
                                      runs=max(runs, 1), warmup=max(warmup, 0), rerun_above=rerun,
-                                     block_above=block, args=tuple(c.string_list(t, prefix, "args")))
+                                     block_above=block, args=tuple(c.string_list(t, prefix, "args")),
+                                     confidence=float(confidence), max_batches=max_batches)
     quality: dict[str, QualitySpec] = {}
     for name, t in c.tables(data, "", "quality").items():
         prefix = f"quality.{name}"

@@ -27,8 +27,8 @@ from relgate.ledger.gitfacts import GitFacts, read_git_facts
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import TargetOptions
-from relgate.manifest.measures import MeasureSpec, QualitySpec
-from relgate.manifest.schema import did_you_mean, display_path
+from relgate.manifest.measures import MeasureSpec
+from relgate.manifest.schema import display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
 from relgate.remote.pool import host_pool
@@ -36,10 +36,9 @@ from relgate.run.console import ConsoleReporter, render_summary
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool, RunSummary, StepOutcome, run_steps
 from relgate.signoff.measurements import Row, parse_rows, record_batch
+from relgate.signoff.specs import Spec, source_hash, spec_of
 
-__all__ = ["Side", "spec_of", "previous_side", "measure", "measure_of", "run_name", "source_hash"]
-
-Spec = MeasureSpec | QualitySpec
+__all__ = ["Side", "previous_side", "measure", "measure_of", "run_name"]
 
 
 @record
@@ -50,24 +49,7 @@ class Side:
     facts: GitFacts
     root: Path  # the project root in this side's tree
     release: str | None  # None for the candidate
-
-
-def spec_of(ws: Workspace, name: str) -> Spec:
-    m = ws.measurements
-    if m is None:
-        raise InputError(f"{display_path(ws.manifests_dir)}: no measurements.toml")
-    spec = m.measures.get(name) or m.quality.get(name)
-    if spec is None:
-        names = [*m.measures, *m.quality]
-        raise InputError(f"{display_path(m.source)}: no measure.{name} or quality.{name}{did_you_mean(name, names)}")
-    return spec
-
-
-def source_hash(toplevel: Path, commit: str, root: Path) -> str | None:
-    """The git tree hash of the project folder at ``commit`` (same sources, same hash)."""
-    rel = root.resolve().relative_to(toplevel.resolve()).as_posix() if root.resolve() != toplevel.resolve() else ""
-    done = subprocess.run(["git", "rev-parse", f"{commit}:{rel}"], cwd=toplevel, capture_output=True, text=True)
-    return done.stdout.strip()[:12] or None if done.returncode == 0 else None
+    aa: str | None = None  # A/A: "a" or "b", the candidate measured against itself
 
 
 def previous_side(ws: Workspace, ref: str) -> Side:
@@ -148,14 +130,17 @@ def _output(outcome: StepOutcome, file: Path | None) -> bytes:
 
 
 def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None, argv: Sequence[str] = (),
-            out: TextIO = sys.stdout, pool: HostPool | None = None) -> tuple[RunSummary, list[int]]:
+            out: TextIO = sys.stdout, pool: HostPool | None = None, aa: bool = False) -> tuple[RunSummary, list[int]]:
     """Run every named measure (``runs`` times) and quality scorer (once) for the candidate —
     and for ``previous`` too, interleaved — and record one batch per side; returns the run's
-    summary and the new batch ids (none for a side whose runs did not all pass)."""
+    summary and the new batch ids (none for a side whose runs did not all pass). ``aa``: the
+    candidate twice, interleaved (A B A B …), as the two sides of an A/A batch (side "aa")."""
     specs = [spec_of(ws, n) for n in names]
     cand_facts = read_git_facts(ws.project.root)
     sides = [Side(label="candidate", facts=cand_facts, root=ws.project.root, release=None)]
-    if previous is not None:
+    if aa:
+        sides = [Side(label=f"aa-{x}", facts=cand_facts, root=ws.project.root, release=None, aa=x) for x in "ab"]
+    elif previous is not None:
         sides.insert(0, previous_side(ws, previous))
     own_pool = pool is None
     pool = pool or host_pool(ws)
@@ -178,7 +163,7 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
             got: dict[str, list[tuple[StepOutcome, Path | None]]] = {s.label: [] for s in sides}
             for i in range(runs):
                 for side in sides:  # A B A B …: both sides share the machine's state
-                    name = run_name(spec.name, None if side.release is None else side.label, i + 1)
+                    name = run_name(spec.name, None if side.release is None and side.aa is None else side.label, i + 1)
                     file = folder / f"{name.replace('@', '_').replace('#', '_')}.rows" if spec.file_env else None
                     env = {**template.env, **({spec.file_env: str(file)} if spec.file_env and file else {})}
                     cwd = side.root / template.cwd.relative_to(ws.project.root)
@@ -209,7 +194,8 @@ def _keep(ws: Workspace, ledger: Ledger, spec: Spec, side: Side, got: list[tuple
     known = {"board": board_key(host.board, host.name), "driver": host.facts.driver or "",
              "toolkit": host.facts.toolkit or "", "host": host.name, "commit": side.facts.commit,
              "dirty": "yes" if side.facts.dirty else "no", "release": side.release or "",
-             "source_hash": source_hash(Path(side.facts.toplevel), side.facts.commit, side.root) or ""}
+             "source_hash": source_hash(Path(side.facts.toplevel), side.facts.commit, side.root) or "",
+             "aa": side.aa or ""}
     runs: list[list[Row]] = []
     raw = b""
     for outcome, file in got:
@@ -223,7 +209,8 @@ def _keep(ws: Workspace, ledger: Ledger, spec: Spec, side: Side, got: list[tuple
         raw += data
     warmup = spec.warmup if isinstance(spec, MeasureSpec) else 0
     batch = record_batch(ledger, spec, runs, project=project,
-                         side="candidate" if side.release is None else "release", board=known["board"],
+                         side="aa" if side.aa else "candidate" if side.release is None else "release",
+                         board=known["board"],
                          release=side.release, commit=side.facts.commit, dirty=side.facts.dirty, host=host.name,
                          metadata={k: v for k, v in known.items() if v}, warmup=warmup,
                          source=f"{len(runs)} run(s) of {spec.target}", run_id=run_id, raw=raw)

@@ -29,9 +29,9 @@ def _meta(pairs: list[str]) -> dict[str, str]:
 def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     me = sub.add_parser("measure", help="measurement batches: add rows measured elsewhere, compare")
     msub = me.add_subparsers(dest="measure_command", required=True, metavar="ACTION")
-    add = msub.add_parser("add", help="record a file of rows (a tracked baseline CSV) as one batch")
+    add = msub.add_parser("add", help="record files of rows (a tracked baseline CSV) as one batch: each file one run")
     add.add_argument("name", metavar="NAME", help="a [measure.NAME] or [quality.NAME] of measurements.toml")
-    add.add_argument("file", type=Path, metavar="FILE")
+    add.add_argument("files", type=Path, nargs="+", metavar="FILE", help="one file per run of the batch")
     add.add_argument("--board", required=True, help="the board the rows were measured on")
     side = add.add_mutually_exclusive_group(required=True)
     side.add_argument("--release", metavar="VERSION", help="rows of that release (the previous one)")
@@ -41,11 +41,19 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                                            "(exit 0 fine, 1 blocks, 3 rerun needed, 2 bad input)")
     cmp_.add_argument("names", nargs="+", metavar="NAME")
     cmp_.add_argument("--board", help="only this board")
+    cmp_.add_argument("--all", action="store_true", help="every row, not only those that do not pass")
+    noise = msub.add_parser("noise", help="a board's A/A noise floor from recorded batches of one commit "
+                                          "(nox -s compare -- --aa NAME measures them)")
+    noise.add_argument("name", metavar="NAME")
+    noise.add_argument("--board", help="only this board")
     run = sub.add_parser("compare", help="measure (with --previous REF: REF and the candidate interleaved), "
                                          "then compare (same as nox -s compare)")
     run.add_argument("names", nargs="*", metavar="NAME")
     run.add_argument("--previous", metavar="REF", help="build REF in its own worktree and measure it too")
     run.add_argument("--board", help="compare only this board")
+    run.add_argument("--all", action="store_true", help="print every row, not only those that do not pass")
+    run.add_argument("--aa", action="store_true", help="A/A: the candidate against itself, interleaved; records "
+                                                      "each board's noise floor")
     at = sub.add_parser("attest", help="attest a manual checklist item for the candidate commit")
     at.add_argument("item", metavar="ITEM")
     at.add_argument("--by", required=True, metavar="NAME")
@@ -80,20 +88,27 @@ def _measure(args: argparse.Namespace, load: Loader) -> int:
     if args.measure_command == "add":
         from relgate.signoff.measurements import add_measurements
 
-        batch, rows = add_measurements(ws, args.name, args.file, board=args.board, release=args.release,
+        batch, rows = add_measurements(ws, args.name, args.files, board=args.board, release=args.release,
                                        candidate=args.candidate, meta=_meta(args.meta))
         whose = f"release {args.release}" if args.release else "the candidate"
-        print(f"{args.name}: batch #{batch}, {rows} row(s) of {whose} on {args.board}")
+        runs = len(args.files)
+        print(f"{args.name}: batch #{batch}, {runs} run{'s' if runs != 1 else ''} of {rows} row(s) of {whose} "
+              f"on {args.board}")
         return 0
+    if args.measure_command == "noise":
+        from relgate.signoff.noise import measure_noise
+
+        return measure_noise(ws, args.name, board=args.board)
     from relgate.signoff.measure_stage import compare_recorded
 
-    return compare_recorded(ws, args.names, board=args.board)
+    return compare_recorded(ws, args.names, board=args.board, show_all=args.all)
 
 
 def _compare(args: argparse.Namespace, load: Loader) -> int:
     from relgate.signoff.measure_stage import run_compare
 
-    return run_compare(load(args), args.names, previous=args.previous, board=args.board, argv=sys.argv)
+    return run_compare(load(args), args.names, previous=args.previous, board=args.board, argv=sys.argv,
+                       show_all=args.all, aa=args.aa)
 
 
 def _attest(args: argparse.Namespace, load: Loader) -> int:

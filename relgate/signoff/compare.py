@@ -1,11 +1,27 @@
-"""Previous release against the candidate, per board: the one policy.
+"""Previous release against the candidate, per board: the one policy, judged from samples.
 
-Median of ``runs`` after ``warmup`` discarded runs; per row and metric a ratio. A move the
-wrong way above ``rerun_above`` asks for a rerun; when a second, separate batch confirms it
-(both above ``rerun_above``), the smaller of the two moves decides: above ``block_above`` it
-blocks, between the two it is reported as slower. A metric that must stay ``equal`` and
-moved blocks at once. Boards are never merged; a board with no previous batch, or whose
-previous batch was measured with other metadata, is ``not measured: why``.
+Every counted run (after ``warmup``) of both sides is a sample. Per row and metric the
+ratio candidate / previous gets a confidence interval (``confidence``, 95 % by default;
+Hodges–Lehmann with the Mann–Whitney interval, :mod:`relgate.signoff.stats`), and the
+interval is judged against the thresholds, as the move the wrong way:
+
+- ``pass``: the whole interval lies within ``rerun_above``;
+- ``slower``: it lies wholly beyond ``rerun_above`` and within ``block_above``;
+- ``block``: it lies wholly beyond ``block_above``;
+- ``rerun``: it straddles a threshold. The next batch is *pooled* with the earlier ones
+  (its runs join theirs) and the pool is judged, never the new batch alone; the first
+  batch count at which a row is decided is its verdict, so batches measured after it
+  change nothing and repeating cannot turn a decided regression green;
+- ``undecided``: still straddling after ``max_batches`` batches: too noisy at N runs,
+  open in the sign-off (never a pass).
+
+Too few runs for an interval at the confidence (one run a side; two against two) leave the
+old policy's point estimate, said so in every reason: each batch's median against the
+previous median; above ``rerun_above`` asks for another batch; all batches above it
+confirm (the smallest move decides between ``slower`` and ``block``); a rerun that does
+not confirm leaves the row open (rerun, then undecided), never a pass. A metric that must
+stay ``equal`` and moved blocks at once. Boards are never merged; a board with no previous
+batch, or whose batches were measured with other metadata, is ``not measured: why``.
 """
 
 from __future__ import annotations
@@ -16,36 +32,46 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from relgate.core.record import record
 from relgate.ledger.store import BatchRow, Ledger
 from relgate.manifest.measures import MeasureSpec
+from relgate.signoff.stats import Shift, _achieved, _logs_or_scaled, critical, hl_ratio
 
-__all__ = ["PASS", "RERUN", "SLOWER", "BLOCK", "Medians", "medians", "MetricResult", "BoardComparison",
-           "Comparison", "compare", "compare_board", "exit_code", "wrong_way"]
+__all__ = ["PASS", "RERUN", "SLOWER", "BLOCK", "UNDECIDED", "Samples", "Medians", "samples", "medians",
+           "MetricResult", "NoiseFloor", "BoardComparison", "Comparison", "compare", "compare_board", "exit_code",
+           "wrong_way", "judge", "Judgement", "noise_of"]
 
-PASS, RERUN, SLOWER, BLOCK = "pass", "rerun", "slower", "block"
+PASS, RERUN, SLOWER, BLOCK, UNDECIDED = "pass", "rerun", "slower", "block", "undecided"
 Key = tuple[str, ...]
+POINT_NOTE = "1 run a side: point estimate, no interval"
+
+
+@record
+class Samples:
+    """One batch's counted runs: key → metric → every counted run's value, in run order."""
+
+    batch: BatchRow
+    values: Mapping[Key, Mapping[str, tuple[float, ...]]]
+    metadata: Mapping[Key, Mapping[str, str]]  # key → metadata of its last counted row
+    counted: int  # runs counted (after the warm-up)
 
 
 @record
 class Medians:
     batch: BatchRow
     values: Mapping[Key, Mapping[str, float]]  # key → metric → median of the counted runs
-    metadata: Mapping[Key, Mapping[str, str]]  # key → metadata of its last counted row
-    counted: int  # runs counted (after the warm-up)
+    metadata: Mapping[Key, Mapping[str, str]]
+    counted: int
+
+
+def samples(ledger: Ledger, batch: BatchRow, metrics: Sequence[str] = ()) -> Samples:
+    """``metrics``: only these (SQLite takes them out of the rows); default every one."""
+    values, meta, counted = ledger.batch_samples(batch.id, first_run=batch.warmup, metrics=metrics)
+    return Samples(batch=batch, values=values, metadata={k: {**batch.metadata, **m} for k, m in meta.items()},
+                   counted=counted)
 
 
 def medians(ledger: Ledger, batch: BatchRow) -> Medians:
-    samples: dict[Key, dict[str, list[float]]] = {}
-    meta: dict[Key, dict[str, str]] = {}
-    runs: set[int] = set()
-    for run, key, metrics, row_meta in ledger.batch_rows(batch.id):
-        if run < batch.warmup:
-            continue
-        runs.add(run)
-        k = tuple(key)
-        for metric, value in metrics.items():
-            samples.setdefault(k, {}).setdefault(metric, []).append(float(value))
-        meta[k] = {**batch.metadata, **row_meta}
-    values = {k: {m: statistics.median(v) for m, v in per.items()} for k, per in samples.items()}
-    return Medians(batch=batch, values=values, metadata=meta, counted=len(runs))
+    s = samples(ledger, batch)
+    values = {k: {m: statistics.median(v) for m, v in per.items()} for k, per in s.values.items()}
+    return Medians(batch=batch, values=values, metadata=s.metadata, counted=s.counted)
 
 
 def wrong_way(direction: str, previous: float, value: float) -> float:
@@ -59,32 +85,223 @@ def wrong_way(direction: str, previous: float, value: float) -> float:
     return max(move, 0.0)
 
 
+def _moves(direction: str, shift: Shift) -> tuple[float, float]:
+    """The interval of the ratio as the move the wrong way (negative: the right way)."""
+    if direction == "higher":
+        return 1.0 - shift.high, 1.0 - shift.low
+    return shift.low - 1.0, shift.high - 1.0
+
+
+def _pct(move: float) -> str:
+    return f"{move:+.1%}"
+
+
+@record
+class Judgement:
+    verdict: str
+    reason: str
+    shift: Shift | None  # the interval the verdict came from (None: point estimates)
+    batches: int  # candidate batches pooled when it was decided (or all of them)
+    runs: tuple[int, int]  # counted runs (previous, candidate) behind it
+
+
+def _point_note(runs: tuple[int, int], per_batch: tuple[int, int], confidence: float) -> str:
+    if per_batch == (1, 1):
+        return POINT_NOTE
+    return f"{runs[0]} against {runs[1]} runs, too few for a {confidence:.0%} interval: point estimate"
+
+
+def _median(values: Sequence[float]) -> float:
+    ordered = sorted(values)
+    n = len(ordered)
+    return ordered[n // 2] if n % 2 else (ordered[n // 2 - 1] + ordered[n // 2]) / 2
+
+
+def judge(spec: MeasureSpec, direction: str,
+          steps: Sequence[tuple[Sequence[float], Sequence[float], Sequence[float]]]) -> Judgement:
+    """``steps[j]``: (the previous side's pooled runs, the candidate's pooled runs of batches
+    1 … j+1, the runs of batch j+1 alone). The first step that decides is the verdict."""
+    verdict, reason, shift, batches, runs = _judge(spec, direction, steps)
+    full = None
+    if shift is not None:
+        c = critical(runs[0], runs[1], spec.confidence)
+        full = Shift(ratio=shift[0], low=shift[1], high=shift[2],
+                     confidence=_achieved(runs[0], runs[1], c) if c is not None else 0.0)
+    return Judgement(verdict=verdict, reason=reason, shift=full, batches=batches, runs=runs)
+
+
+_Judged = tuple[str, str, "tuple[float, float, float] | None", int, tuple[int, int]]
+
+
+def _judge(spec: MeasureSpec, direction: str,
+           steps: Sequence[tuple[Sequence[float], Sequence[float], Sequence[float]]]) -> _Judged:
+    r, b, conf = spec.rerun_above, spec.block_above, spec.confidence
+    if direction == "equal":
+        before = set().union(*(set(p) for p, _, _ in steps))
+        after = set().union(*(set(c) for _, c, _ in steps))
+        moved = sorted(after - before)
+        runs = (len(steps[-1][0]), len(steps[-1][1]))
+        if moved:
+            return (BLOCK, f"must stay equal and moved ({_num(_median(list(before)))} -> {_num(moved[0])})", None,
+                    len(steps), runs)
+        return PASS, "equal", None, len(steps), runs
+    point_moves: list[float] = []
+    shift: tuple[float, float, float] | None = None
+    lo = hi = 0.0
+    runs = (0, 0)
+    for j, (prev, cand, batch) in enumerate(steps):
+        runs = (len(prev), len(cand))
+        c = critical(runs[0], runs[1], conf)
+        if c is None:
+            shift = None
+            note = _point_note(runs, (len(prev), len(batch)), conf)
+            move = wrong_way(direction, _median(prev), _median(batch))
+            point_moves.append(move)
+            if len(point_moves) == 1:
+                if move <= r:
+                    return PASS, f"{note}; within the rerun threshold", None, j + 1, runs
+                continue
+            if all(m > r for m in point_moves):
+                confirmed, n = min(point_moves), len(point_moves)
+                if confirmed > b:
+                    return (BLOCK, f"{note}; {confirmed:.1%} the wrong way in {_count(n)} batches, above {b:.0%}",
+                            None, j + 1, runs)
+                return (SLOWER, f"{note}; {confirmed:.1%} the wrong way in {_count(n)} batches (between {r:.0%} "
+                        f"and {b:.0%})", None, j + 1, runs)
+            continue
+        shift = hl_ratio(*_logs_or_scaled(prev, cand), c)
+        if direction == "higher":
+            lo, hi = 1.0 - shift[2], 1.0 - shift[1]
+        else:
+            lo, hi = shift[1] - 1.0, shift[2] - 1.0
+        if hi <= r:
+            verdict, why = PASS, f"within {r:.0%}"
+        elif lo > b:
+            verdict, why = BLOCK, f"beyond {b:.0%}"
+        elif lo > r and hi <= b:
+            verdict, why = SLOWER, f"between {r:.0%} and {b:.0%}"
+        else:
+            continue
+        return (verdict, f"{_pct(lo)} … {_pct(hi)} the wrong way ({conf:.0%}, {runs[0]} against {runs[1]} runs): "
+                f"{why}", shift, j + 1, runs)
+    n = len(steps)
+    if shift is None:
+        last = point_moves[-1]
+        note = _point_note(runs, (len(steps[-1][0]), len(steps[-1][2])), conf)
+        what = (f"{last:.1%} the wrong way, above {r:.0%}" if n == 1 else
+                f"the batches disagree ({', '.join(f'{m:.1%}' for m in point_moves)} the wrong way): "
+                "an unconfirmed rerun is no pass")
+    else:
+        note = ""
+        what = (f"{_pct(lo)} … {_pct(hi)} the wrong way ({conf:.0%}, {runs[0]} against {runs[1]} runs) "
+                f"straddles {r if lo <= r else b:.0%}")
+    sep = "; " if note else ""
+    if n >= spec.max_batches:
+        return (UNDECIDED, f"too noisy at {runs[1]} runs: {note}{sep}{what}; {n} batches pooled "
+                f"(max_batches = {spec.max_batches})", shift, n, runs)
+    return (RERUN, f"{note}{sep}{what}: measure another batch (pooled with "
+            f"{'this one' if n == 1 else f'these {n}'})", shift, n, runs)
+
+
+def _count(n: int) -> str:
+    return {2: "two", 3: "three", 4: "four"}.get(n, str(n))
+
+
+def _num(value: float) -> str:
+    return f"{value:.6g}"
+
+
 @record
 class MetricResult:
     key: Key
     metric: str
     direction: str
-    previous: float
-    candidates: tuple[float, ...]  # the medians of each candidate batch, oldest first
-    ratio: float  # latest candidate / previous
+    previous: float  # median of the previous release's pooled runs
+    candidates: tuple[float, ...]  # the median of each candidate batch considered, oldest first
+    ratio: float  # the estimate, candidate / previous (Hodges–Lehmann; point mode: latest batch's median)
     verdict: str
     reason: str
+    low: float | None = None  # the ratio's interval; None: a point estimate
+    high: float | None = None
+    runs: tuple[int, int] = (0, 0)  # counted runs (previous, candidate) behind the verdict
+    batches: int = 1  # candidate batches pooled for it
+
+    @property
+    def half_width(self) -> float | None:
+        return None if self.low is None or self.high is None else (self.high - self.low) / 2
+
+    def interval_text(self) -> str:
+        if self.low is None or self.high is None:
+            return "point" if self.direction != "equal" else "-"
+        return f"{self.low:.3f}–{self.high:.3f}"
+
+
+@record
+class NoiseFloor:
+    """A board's A/A noise: the candidate against itself, each row's interval half-width."""
+
+    batch: BatchRow  # the recorded floor (kind "noise")
+    widths: Mapping[tuple[Key, str], float]  # (row, metric) → half-width (point mode: |A/B move|)
+    runs: int  # counted runs a side it was measured at
+    point: bool
+
+    @property
+    def floor(self) -> float:
+        return statistics.median(self.widths.values()) if self.widths else 0.0
+
+    @property
+    def widest(self) -> tuple[tuple[Key, str], float] | None:
+        return max(self.widths.items(), key=lambda kv: kv[1], default=None)
+
+
+def noise_of(ledger: Ledger, batch: BatchRow) -> NoiseFloor:
+    values, _, _ = ledger.batch_samples(batch.id, first_run=0)
+    widths = {(k, m): v[-1] for k, per in values.items() for m, v in per.items()}
+    return NoiseFloor(batch=batch, widths=widths, runs=int(batch.metadata.get("runs", "0") or 0),
+                      point=batch.metadata.get("point") == "yes")
 
 
 @record
 class BoardComparison:
     board: str
-    previous: BatchRow | None
-    candidates: tuple[BatchRow, ...]
+    previous: BatchRow | None  # the latest batch of the previous release
+    candidates: tuple[BatchRow, ...]  # the candidate's batches the verdicts pooled (at most max_batches)
     results: tuple[MetricResult, ...]
     not_measured: str | None = None
+    previous_pool: tuple[BatchRow, ...] = ()  # every batch of the previous release pooled
+    ignored: tuple[BatchRow, ...] = ()  # candidate batches after max_batches: not counted
+    noise: NoiseFloor | None = None
+    confidence: float = 0.95
 
     @property
     def verdict(self) -> str:
         if self.not_measured is not None:
             return f"not measured: {self.not_measured}"
         words = {r.verdict for r in self.results}
+        if UNDECIDED in words and BLOCK not in words and RERUN not in words:
+            worst = max(r.runs[1] for r in self.results if r.verdict == UNDECIDED)
+            return f"{UNDECIDED}: too noisy at {worst} runs"
         return next((w for w in (BLOCK, RERUN, SLOWER) if w in words), PASS)
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.results:
+            out[r.verdict] = out.get(r.verdict, 0) + 1
+        return out
+
+    def summary(self) -> str:
+        """``32 rows × 2 metrics: 64 pass, widest interval ±2.1 %``."""
+        rows = len({r.key for r in self.results})
+        metrics = len({r.metric for r in self.results})
+        counts = self.counts()
+        order = [PASS, SLOWER, RERUN, UNDECIDED, BLOCK]
+        parts = ", ".join(f"{counts[w]} {w}" for w in order if counts.get(w))
+        widths = [w for w in (r.half_width for r in self.results) if w is not None]
+        point = sum(1 for r in self.results if r.low is None and r.direction != "equal")
+        tail = f", widest interval ±{max(widths):.1%}" if widths else ""
+        if point:
+            tail += f"; {point} point estimate{'s' if point != 1 else ''} (no interval: too few runs)"
+        return f"{rows} row{'s' if rows != 1 else ''} × {metrics} metric{'s' if metrics != 1 else ''}: {parts}{tail}"
 
 
 @record
@@ -98,17 +315,22 @@ class Comparison:
 
 
 def exit_code(comparisons: Iterable[Comparison]) -> int:
-    """0 nothing blocks or needs a rerun; 1 something blocks; 3 a rerun is needed (and nothing blocks)."""
+    """0 nothing blocks, needs a rerun or stays undecided; 1 something blocks (or is undecided
+    after max_batches); 3 a rerun is needed (and nothing blocks)."""
     words = set().union(*(c.verdicts for c in comparisons))
-    return 1 if BLOCK in words else 3 if RERUN in words else 0
+    if BLOCK in words:
+        return 1
+    if RERUN in words:
+        return 3
+    return 1 if any(w.startswith(UNDECIDED) for w in words) else 0
 
 
-def _metadata_difference(spec: MeasureSpec, previous: Medians, candidate: Medians) -> str | None:
+def _metadata_difference(spec: MeasureSpec, previous: Samples, candidate: Samples) -> str | None:
     keys = sorted(set(previous.metadata) & set(candidate.metadata))
     for key in keys:
         a, b = previous.metadata[key], candidate.metadata[key]
         for field in sorted(set(a) | set(b)):
-            if field in spec.vary or field == "board":
+            if field in spec.vary or field in ("board", "aa"):
                 continue
             if a.get(field) != b.get(field):
                 return (f"other metadata: {field} {a.get(field, '(none)')!s} in the previous batch, "
@@ -116,65 +338,96 @@ def _metadata_difference(spec: MeasureSpec, previous: Medians, candidate: Median
     return None
 
 
-def _judge(spec: MeasureSpec, direction: str, moves: Sequence[float]) -> tuple[str, str]:
-    latest = moves[-1]
-    if direction == "equal" and latest > 0:
-        return BLOCK, "must stay equal and moved"
-    if latest <= spec.rerun_above:
-        return PASS, "within the rerun threshold" if len(moves) == 1 or moves[-2] <= spec.rerun_above \
-            else f"the rerun did not confirm the earlier {moves[-2]:.1%}"
-    if len(moves) < 2 or moves[-2] <= spec.rerun_above:
-        return RERUN, f"{latest:.1%} the wrong way, above {spec.rerun_above:.0%}: measure a second batch"
-    confirmed = min(moves[-2], latest)
-    if confirmed > spec.block_above:
-        return BLOCK, f"{confirmed:.1%} the wrong way in two batches, above {spec.block_above:.0%}"
-    return SLOWER, f"{confirmed:.1%} the wrong way in two batches (between {spec.rerun_above:.0%} and " \
-                   f"{spec.block_above:.0%})"
-
-
-def compare_board(ledger: Ledger, spec: MeasureSpec, board: str, previous: BatchRow | None,
-                  candidates: Sequence[BatchRow]) -> BoardComparison:
-    if previous is None:
-        return BoardComparison(board=board, previous=None, candidates=tuple(candidates), results=(),
-                               not_measured="no previous release measured on this board")
-    if not candidates:
-        return BoardComparison(board=board, previous=previous, candidates=(), results=(),
-                               not_measured="no clean batch of the candidate on this board")
-    prev = medians(ledger, previous)
-    cands = [medians(ledger, c) for c in candidates]
-    differs = next((d for d in (_metadata_difference(spec, prev, c) for c in cands) if d), None)
-    if differs is not None:
-        return BoardComparison(board=board, previous=previous, candidates=tuple(candidates), results=(),
-                               not_measured=differs)
+def compare_samples(spec: MeasureSpec, board: str, previous: Sequence[Samples], candidates: Sequence[Samples],
+                    *, previous_for: Callable[[int], Sequence[Samples]] | None = None) -> tuple[MetricResult, ...]:
+    """Every row and metric of the previous side judged against the candidate's batches,
+    pooled batch by batch (``previous_for(j)``: the previous batches pooled at step j)."""
     results = []
-    for key in prev.values:  # in the previous batch's row order
+    cands = list(candidates[: spec.max_batches])
+    pools = [list(previous_for(j)) if previous_for else list(previous) for j in range(len(cands))]
+    keys: dict[Key, None] = {}
+    for p in previous:
+        keys.update(dict.fromkeys(p.values))
+    for key in keys:  # in the previous batches' row order
+        cand_rows = [c.values.get(key) or {} for c in cands]
+        pool_rows = [[p.values.get(key) or {} for p in pool] for pool in pools]
         for metric, direction in spec.metrics.items():
-            before = prev.values[key].get(metric)
-            seen = [c.values[key][metric] for c in cands if metric in c.values.get(key, {})]
-            if before is None or not seen:
+            steps = []
+            pooled: Sequence[float] = ()
+            for j, row in enumerate(cand_rows):
+                mine = row.get(metric)
+                if not mine:
+                    continue
+                here = pool_rows[j]
+                prev = here[0].get(metric, ()) if len(here) == 1 else [v for p in here for v in p.get(metric, ())]
+                if not prev:
+                    continue
+                pooled = mine if not pooled else [*pooled, *mine]
+                steps.append((prev, pooled, mine))
+            if not steps:
                 continue
-            verdict, reason = _judge(spec, direction, [wrong_way(direction, before, v) for v in seen])
-            results.append(MetricResult(key=key, metric=metric, direction=direction, previous=before,
-                                        candidates=tuple(seen), ratio=seen[-1] / before if before else float("inf"),
-                                        verdict=verdict, reason=reason))
+            verdict, reason, shift, batches, runs = _judge(spec, direction, steps)
+            prev_median = _median(steps[batches - 1][0])
+            seen = tuple(_median(s[2]) for s in steps[:batches])
+            if shift is not None:
+                ratio, low, high = shift
+            else:
+                ratio, low, high = (seen[-1] / prev_median if prev_median else float("inf")), None, None
+            results.append(MetricResult(key=key, metric=metric, direction=direction, previous=prev_median,
+                                        candidates=seen, ratio=ratio, verdict=verdict, reason=reason, low=low,
+                                        high=high, runs=runs, batches=batches))
+    return tuple(results)
+
+
+def compare_board(ledger: Ledger, spec: MeasureSpec, board: str, previous: Sequence[BatchRow],
+                  candidates: Sequence[BatchRow], noise: NoiseFloor | None = None) -> BoardComparison:
+    latest = previous[-1] if previous else None
+    used, ignored = tuple(candidates[: spec.max_batches]), tuple(candidates[spec.max_batches:])
+    common = dict(board=board, previous=latest, previous_pool=tuple(previous), noise=noise,
+                  confidence=spec.confidence, ignored=ignored)
+    if not previous:
+        return BoardComparison(candidates=tuple(candidates), results=(),
+                               not_measured="no previous release measured on this board", **common)
+    if not candidates:
+        return BoardComparison(candidates=(), results=(),
+                               not_measured="no clean batch of the candidate on this board", **common)
+    names = tuple(spec.metrics)
+    prevs = [samples(ledger, p, names) for p in previous]
+    cands = [samples(ledger, c, names) for c in used]
+    differs = next((d for d in (_metadata_difference(spec, prevs[-1], c) for c in [*prevs[:-1], *cands]) if d), None)
+    if differs is not None:
+        return BoardComparison(candidates=used, results=(), not_measured=differs, **common)
+
+    def previous_for(j: int) -> list[Samples]:
+        # the previous batches recorded before the candidate's j-th (interleaved runs pair up);
+        # all of them when the baseline came in later
+        before = [p for p in prevs if p.batch.id < cands[j].batch.id]
+        return before or prevs
+
+    results = compare_samples(spec, board, prevs, cands, previous_for=previous_for)
     if not results:
-        return BoardComparison(board=board, previous=previous, candidates=tuple(candidates), results=(),
-                               not_measured="the candidate measured none of the previous release's rows")
-    return BoardComparison(board=board, previous=previous, candidates=tuple(candidates), results=tuple(results))
+        return BoardComparison(candidates=used, results=(),
+                               not_measured="the candidate measured none of the previous release's rows", **common)
+    return BoardComparison(candidates=used, results=results, **common)
 
 
 def compare(ledger: Ledger, spec: MeasureSpec, *, project: str, counts: Callable[[str | None, bool], bool], boards: Sequence[str] = (),
             previous_release: str | None = None, exclude_release: str | None = None) -> Comparison:
-    """Every board (or ``boards``): the latest previous-release batch against the candidate's
-    clean batches (``counts(commit, dirty)`` says which belong to the candidate)."""
-    batches = [b for b in ledger.batches(project=project, measure=spec.name) if b.kind == "measure"]
+    """Every board (or ``boards``): the previous release's batches (pooled) against the
+    candidate's clean batches (``counts(commit, dirty)`` says which belong to the candidate)."""
+    everything = ledger.batches(project=project, measure=spec.name)
+    batches = [b for b in everything if b.kind == "measure"]
+    floors = [b for b in everything if b.kind == "noise"]
     wanted = list(boards) or sorted({b.board for b in batches})
     out = []
     for board in wanted:
         mine = [b for b in batches if b.board == board]
         previous = [b for b in mine if b.side == "release" and b.release != exclude_release
                     and (previous_release is None or b.release == previous_release)]
+        if previous:  # the latest release measured on this board, every batch of it
+            previous = [b for b in previous if b.release == previous[-1].release]
         candidates = [b for b in mine if b.side == "candidate" and counts(b.commit_sha, b.dirty)]
-        out.append(compare_board(ledger, spec, board, previous[-1] if previous else None, candidates))
+        floor = [b for b in floors if b.board == board]
+        noise = noise_of(ledger, floor[-1]) if floor else None
+        out.append(compare_board(ledger, spec, board, previous, candidates, noise))
     return Comparison(measure=spec.name, boards=tuple(out))
-

@@ -1,5 +1,6 @@
-"""``relgate measure compare`` and ``nox -s compare``: the comparison printed per board, and
-its exit status (0 nothing blocks or needs a rerun, 1 something blocks, 3 a rerun is needed)."""
+"""``relgate measure compare`` and ``nox -s compare``: the comparison printed per board (the
+rows that do not pass and one summary line; ``--all``: every row), and its exit status (0
+nothing blocks or needs a rerun, 1 something blocks or stays undecided, 3 a rerun is needed)."""
 
 from __future__ import annotations
 
@@ -14,29 +15,20 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.manifest.workspace import Workspace
-from relgate.run.console import render_table
 from relgate.signoff.candidate import candidate_of
-from relgate.signoff.collect import measure, measure_of, spec_of
+from relgate.signoff.collect import measure, measure_of
+from relgate.signoff.specs import spec_of
 from relgate.signoff.compare import BLOCK, Comparison, compare, exit_code
 from relgate.signoff.quality import QualityReport, check_quality
-from relgate.signoff.report import row_label
+from relgate.signoff.tables import board_lines
 
 __all__ = ["compare_recorded", "run_compare", "print_comparison", "print_quality"]
 
 
-def print_comparison(comp: Comparison, spec: MeasureSpec, out: TextIO) -> None:
+def print_comparison(comp: Comparison, spec: MeasureSpec, out: TextIO, *, show_all: bool = False) -> None:
     for b in comp.boards:
-        print(f"{comp.measure} on {b.board}: {b.verdict}", file=out)
-        if b.previous is not None and b.candidates:
-            print(f"  previous: release {b.previous.release} (batch #{b.previous.id}); candidate batch(es): "
-                  + ", ".join(f"#{c.id}" for c in b.candidates), file=out)
-        rows = [(row_label(r.key, spec.key), r.metric, r.direction, f"{r.previous:.4g}",
-                 " -> ".join(f"{v:.4g}" for v in r.candidates), f"{r.ratio:.3f}", r.verdict, r.reason)
-                for r in b.results]
-        if rows:
-            for line in render_table(("row", "metric", "better", "previous", "candidate", "ratio", "verdict", "why"),
-                                     rows):
-                print("  " + line, file=out)
+        for line in board_lines(b, spec, show_all=show_all):
+            print(line, file=out)
 
 
 def print_quality(rep: QualityReport, out: TextIO) -> None:
@@ -48,7 +40,8 @@ def print_quality(rep: QualityReport, out: TextIO) -> None:
 
 
 def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None = None,
-                     out: TextIO = sys.stdout, not_run: Mapping[str, str] | None = None) -> int:
+                     out: TextIO = sys.stdout, not_run: Mapping[str, str] | None = None,
+                     show_all: bool = False) -> int:
     """Compare what the ledger holds; the exit status of the policy. ``not_run``: measures whose
     runs this invocation could not run (name → why); with nothing recorded they are reported as
     not measured instead of refused."""
@@ -82,23 +75,30 @@ def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None =
                 raise InputError(f"measure {spec.name}: nothing recorded"
                                  + (f" on board {board}" if board else "")
                                  + " (relgate measure add, or nox -s compare)")
-            print_comparison(comp, spec, out)
+            print_comparison(comp, spec, out, show_all=show_all)
             comps.append(comp)
     code = exit_code(comps)
     return 1 if broken else code
 
 
 def run_compare(ws: Workspace, names: Sequence[str], *, previous: str | None = None, board: str | None = None,
-                argv: Sequence[str] = (), out: TextIO = sys.stdout) -> int:
-    """``nox -s compare [-- NAME …] [--previous REF]``: measure, then compare."""
+                argv: Sequence[str] = (), out: TextIO = sys.stdout, show_all: bool = False, aa: bool = False) -> int:
+    """``nox -s compare [-- NAME …] [--previous REF] [--all] [--aa]``: measure, then compare."""
     if ws.measurements is None:
         raise InputError(f"{ws.manifests_dir}: no measurements.toml")
+    if aa:
+        from relgate.signoff.noise import run_aa
+
+        if previous is not None:
+            raise InputError("compare --aa measures the candidate against itself: it takes no --previous")
+        return run_aa(ws, list(names) or list(ws.measurements.measures), board=board, argv=argv, out=out,
+                      show_all=show_all)
     names = list(names) or [*ws.measurements.measures, *ws.measurements.quality]
     summary, batches = measure(ws, names, previous=previous, argv=argv, out=out)
     print(file=out)
     not_run = {measure_of(o.step.name): f"its runs were not run ({o.reason})"
                for o in summary.outcomes if o.verdict is Verdict.NOT_RUN}
-    code = compare_recorded(ws, names, board=board, out=out, not_run=not_run)
+    code = compare_recorded(ws, names, board=board, out=out, not_run=not_run, show_all=show_all)
     if not summary.ok():
         print("a measuring run did not pass: its batch was not recorded (see the table above)", file=out)
         return 1

@@ -9,6 +9,7 @@ row still missing a required field is refused, naming the file, the line and the
 from __future__ import annotations
 
 import csv
+import hashlib
 import json
 import math
 from collections.abc import Mapping, Sequence
@@ -19,6 +20,7 @@ from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.ledger.store import Ledger
 from relgate.manifest.measures import MeasureSpec, QualitySpec
+from relgate.signoff.specs import source_hash, spec_of
 
 __all__ = ["Row", "parse_records", "parse_rows", "record_batch", "metrics_of", "add_measurements"]
 
@@ -152,23 +154,28 @@ def record_batch(ledger: Ledger, spec: Spec, runs: Sequence[Sequence[Row]], *, p
     return ledger.add_batch(batch, rows)
 
 
-def add_measurements(ws: Any, name: str, file: Path, *, board: str, release: str | None, candidate: bool,
-                     meta: Mapping[str, str]) -> tuple[int, int]:
+def add_measurements(ws: Any, name: str, files: Sequence[Path], *, board: str, release: str | None,
+                     candidate: bool, meta: Mapping[str, str]) -> tuple[int, int]:
     """``relgate measure add``: rows measured elsewhere (a tracked baseline CSV of the last
-    release, or the candidate measured on another machine) as one batch; returns (batch id, rows)."""
+    release, or the candidate measured on another machine) as one batch, each file one run
+    of it (so runs measured elsewhere keep their spread); returns (batch id, rows per run)."""
     from relgate.ledger.gitfacts import read_git_facts
     from relgate.ledger.identity import project_identity
-    from relgate.signoff.collect import source_hash, spec_of
 
     spec = spec_of(ws, name)
     if (release is None) == (not candidate):
         raise InputError("measure add: say whose rows these are: --release VERSION or --candidate")
     if not board.strip():
         raise InputError("measure add: --board names the board the rows were measured on")
-    try:
-        data = Path(file).read_bytes()
-    except OSError as exc:
-        raise InputError(f"{file}: cannot read: {exc.strerror or exc}") from None
+    files = [Path(f) for f in files]
+    if not files:
+        raise InputError("measure add: name at least one FILE (each file is one run of the batch)")
+    datas = []
+    for file in files:
+        try:
+            datas.append(file.read_bytes())
+        except OSError as exc:
+            raise InputError(f"{file}: cannot read: {exc.strerror or exc}") from None
     known = {"board": board, **meta}
     commit, dirty = None, False
     facts = read_git_facts(ws.project.root)
@@ -178,10 +185,18 @@ def add_measurements(ws: Any, name: str, file: Path, *, board: str, release: str
                      source_hash=source_hash(Path(facts.toplevel), commit, ws.project.root) or "")
     else:
         known["release"] = release or ""
-    rows = parse_rows(data, spec, source=str(file), known=known)
+    runs = [parse_rows(data, spec, source=str(file), known=known) for file, data in zip(files, datas)]
+    raw = b"".join(datas)
+    side = "candidate" if candidate else "release"
+    project = project_identity(ws, facts).key
     with Ledger.open(ws.home) as ledger:
-        batch = record_batch(ledger, spec, [rows], project=project_identity(ws, facts).key,
-                             side="candidate" if candidate else "release", board=board, release=release,
+        sha = hashlib.sha256(raw).hexdigest()
+        for b in ledger.batches(project=project, measure=spec.name):
+            if (b.sha256 == sha and b.side == side and b.board == board and b.release == release
+                    and b.commit_sha == commit):
+                raise InputError(f"{files[0]}: these runs are batch #{b.id} already ({b.source}); recording them "
+                                 "again would count the same runs twice in the pooled comparison")
+        batch = record_batch(ledger, spec, runs, project=project, side=side, board=board, release=release,
                              commit=commit, dirty=dirty, host=None, metadata={k: v for k, v in known.items() if v},
-                             warmup=0, source=f"relgate measure add {Path(file).name}", raw=data)
-    return batch, len(rows)
+                             warmup=0, source=f"relgate measure add {', '.join(f.name for f in files)}", raw=raw)
+    return batch, len(runs[0])

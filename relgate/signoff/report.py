@@ -42,9 +42,45 @@ def _comparison_json(comp: Comparison, key_columns: Sequence[str]) -> dict[str, 
     return {"measure": comp.measure, "boards": [
         {"board": b.board, "verdict": b.verdict, "previous": _batch_json(b.previous),
          "candidates": [_batch_json(c) for c in b.candidates],
+         "previous_batches": [p.id for p in b.previous_pool], "confidence": b.confidence,
+         "noise": _noise_json(b),
          "rows": [{"row": row_label(r.key, key_columns), "metric": r.metric, "direction": r.direction,
                    "previous": r.previous, "candidate": list(r.candidates), "ratio": round(r.ratio, 6),
+                   "interval": None if r.low is None or r.high is None else [round(r.low, 6), round(r.high, 6)],
+                   "runs": list(r.runs), "batches": r.batches,
                    "verdict": r.verdict, "reason": r.reason} for r in b.results]} for b in comp.boards]}
+
+
+def _noise_json(b: BoardComparison) -> dict[str, Any] | None:
+    n = b.noise
+    if n is None:
+        return None
+    return {"batch": n.batch.id, "floor": round(n.floor, 6), "runs": n.runs, "point": n.point,
+            "widest": round(n.widest[1], 6) if n.widest else None, "commit": n.batch.commit_sha}
+
+
+def _interval(r: MetricResult) -> str:
+    if r.low is None or r.high is None:
+        return "point estimate" if r.direction != "equal" else "-"
+    return f"{r.low:.3f}–{r.high:.3f}× (±{(r.high - r.low) / 2:.1%})"
+
+
+def _noise_text(b: BoardComparison, rerun_above: float | None = None) -> str:
+    n = b.noise
+    if n is None:
+        return "A/A noise floor: not measured on this board"
+    what = "largest A/B move, too few runs for an interval" if n.point else "interval half-width"
+    return (f"A/A noise floor ±{n.floor:.1%} ({what}, median of {len(n.widths)}"
+            + (f"; widest ±{n.widest[1]:.1%}" if n.widest else "")
+            + f") at {n.runs} run(s) a side, batch #{n.batch.id}")
+
+
+def _rows_table(b: BoardComparison, keys: Sequence[str], arrow: str = " → ") -> list[str]:
+    rows = [(row_label(r.key, keys), r.metric, r.direction, _num(r.previous),
+             arrow.join(_num(v) for v in r.candidates), f"{r.ratio:.3f}×", _interval(r), f"{r.runs[0]}/{r.runs[1]}",
+             r.verdict, r.reason) for r in b.results]
+    return _table(("row", "metric", "better", "previous", "candidate", "ratio", "interval", "runs", "verdict", "why"),
+                  rows)
 
 
 def _quality_json(rep: QualityReport, key_columns: Sequence[str]) -> dict[str, Any]:
@@ -101,10 +137,8 @@ def _board_md(name: str, b: BoardComparison, keys: Sequence[str], plots: Mapping
         out += ["", f"Not measured: {b.not_measured}."]
     out.append("")
     if b.results:
-        rows = [(row_label(r.key, keys), r.metric, r.direction, _num(r.previous),
-                 " → ".join(_num(v) for v in r.candidates), f"{r.ratio:.3f}×", r.verdict, r.reason)
-                for r in b.results]
-        out += _table(("row", "metric", "better", "previous", "candidate", "ratio", "verdict", "why"), rows)
+        out += [f"{b.summary()}. {_noise_text(b)}.", ""]
+        out += _rows_table(b, keys)
         out.append("")
     picture = plots.get((name, b.board))
     if picture:
@@ -164,9 +198,12 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
 
     if s.comparisons:
         out += ["## Measurements: previous release against the candidate", "",
-                "One policy for every board (boards are never merged): the median of the counted runs; a move "
-                "the wrong way above the rerun threshold asks for a second batch; confirmed, it is reported as "
-                "slower, or blocks above the block threshold.", ""]
+                "One policy for every board (boards are never merged): every counted run is a sample; the "
+                "ratio candidate / previous gets a confidence interval (Hodges–Lehmann with the Mann–Whitney "
+                "interval). Wholly within the rerun threshold it passes; wholly beyond it, slower; wholly beyond "
+                "the block threshold, it blocks; straddling a threshold, another batch is pooled with the earlier "
+                "ones, and after max_batches the row is undecided (open). Too few runs for an interval: the "
+                "point estimate, as the reason says.", ""]
         for name, comp in sorted(s.comparisons.items()):
             for b in comp.boards:
                 out += _board_md(name, b, keys.get(name, ()), plots)
@@ -228,6 +265,7 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
                f"{', '.join(s.checklist.release.all_boards)}" + ("" if s.complete else " — the sign-off is **incomplete**")
                + ".")
     out.append("")
+    tables: list[tuple[str, BoardComparison]] = []
     for name, comp in sorted(s.comparisons.items()):
         for b in comp.boards:
             if b.not_measured is not None:
@@ -240,8 +278,10 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
                       f"{_num(worst.previous)} → {_num(worst.candidates[-1])} ({worst.ratio:.3f}×)") if worst else ""
             warm = f" after {b.previous.warmup} warm-up" if b.previous.warmup else ""
             out.append(f"- Speed (`{name}`, {b.board}): release {b.previous.release} against this release on the "
-                       f"same board with the same settings, medians{warm}, {len(b.candidates)} candidate "
-                       f"batch{'es' if len(b.candidates) != 1 else ''}: {b.verdict}{detail}.")
+                       f"same board with the same settings, every run{warm} a sample, {b.confidence:.0%} intervals, "
+                       f"{len(b.candidates)} candidate batch{'es' if len(b.candidates) != 1 else ''} pooled: "
+                       f"{b.verdict}{detail}; {b.summary()}; {_noise_text(b)}.")
+            tables.append((name, b))
     for name, rep in sorted(s.quality.items()):
         for qb in rep.boards:
             if qb.not_measured is not None:
@@ -269,4 +309,6 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
         elif not r.done:
             out.append(f"- Open: {r.item.title} — {r.status}: {r.reason}")
     out.append("")
+    for name, b in tables:  # the full table, every row with its interval
+        out += [f"`{name}` on {b.board}:", ""] + _rows_table(b, keys.get(name, ())) + [""]
     return "\n".join(out)

@@ -376,8 +376,9 @@ def main(argv: list[str] | None = None) -> int:
                             cuda=board_of(ledger_steps(cli, env, root), SSH_HOST))
             steps_of = ["compare", "--", "--previous", PREVIOUS]
             batches = 1
-            # The policy asks for another batch while a move above rerun_above stands unconfirmed;
-            # run what it asks for, at most MAX_BATCHES, and let it decide (pass, slower, block).
+            # The policy asks for another batch (exit 3) while a row's interval straddles a threshold;
+            # run what it asks for, at most MAX_BATCHES (max_batches), and let it decide (pass,
+            # slower, block, or undecided: too noisy).
             while run_logged([*nox, "-s", *steps_of], env, root, signs) == 3 and batches < MAX_BATCHES:
                 batches += 1
             run_logged([*nox, "-s", "evidence"], env, root, signs)
