@@ -16,14 +16,12 @@ import hashlib
 import shlex
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import paramiko
 
+from relgate.manifest.specs import HostSpec
 from relgate.remote.errors import SshError
-
-if TYPE_CHECKING:
-    from relgate.remote.ssh import SshExecutor
 
 __all__ = ["put", "get", "NoSftp"]
 
@@ -33,6 +31,20 @@ _HASH = "{ openssl dgst -sha256 -r || sha256sum || shasum -a 256; } 2>/dev/null"
 _NOFILE = "@relgate-nofile"
 _DIGEST = "@relgate-sha256 "
 _TIMEOUT = 600.0
+
+
+class SshExecutor(Protocol):
+    """What a transfer needs of :class:`relgate.remote.ssh.SshExecutor` (typed here, so the
+    executor may import this module without a circle)."""
+
+    spec: HostSpec
+    no_sftp: str | None
+
+    def connection(self) -> Any: ...
+
+    def transport(self) -> paramiko.Transport: ...
+
+    def with_env(self, command: str) -> str: ...
 
 
 class NoSftp(SshError):
