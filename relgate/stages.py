@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.lanes.plan import lane_targets, plan_lane
-from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps
+from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps, not_run_step
 from relgate.lanes.steps import census_step as lane_census_step
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BaselineRow, Ledger
@@ -65,9 +65,29 @@ def _host_steps(ws: Workspace, *, names: Sequence[str]) -> list[PlannedStep]:
             return checks
         return [*checks, *plan_lane(ws.project, lanes, "host", names=names, other_names=check_names(ws.builds))]
     if lanes is None:
-        return plan_host_checks(ws.builds, ws.project.root)
+        return [*_missing_manifests(ws), *plan_host_checks(ws.builds, ws.project.root)]
     extra = plan_lane(ws.project, lanes, "host")
-    return [census_step(ws, lanes), *plan_host_checks(ws.builds, ws.project.root, extra=extra)]
+    return [census_step(ws, lanes), *_missing_manifests(ws), *plan_host_checks(ws.builds, ws.project.root, extra=extra)]
+
+
+# What a project of each kind needs a manifest for: without it, `nox -s host` says what it
+# skipped (a not-run step, which --require-all fails), never silence.
+_NEEDS_LANES = ("cargo",)  # the census of Cargo.toml's targets
+_NEEDS_BUILDS = ("cargo", "make")  # the warning-free release builds
+
+
+def _missing_manifests(ws: Workspace) -> list[PlannedStep]:
+    steps = []
+    folder = display_path(ws.manifests_dir)
+    if ws.lanes is None and ws.project.kind in _NEEDS_LANES:
+        steps.append(not_run_step("lane-census", f"no lanes file (project.lanes, or lanes.toml in {folder}): the "
+                                  f"census of the {ws.project.kind} project's targets did not run",
+                                  project=ws.project, lane="host", action_name="relgate census"))
+    if not ws.builds.declared and ws.project.kind in _NEEDS_BUILDS:
+        steps.append(not_run_step("host-checks", f"no builds.toml in {folder}: no release build or host check is "
+                                  "declared, none ran", project=ws.project, lane="host",
+                                  action_name="the builds.toml checks"))
+    return steps
 
 
 def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),

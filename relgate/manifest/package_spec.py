@@ -157,11 +157,7 @@ def _globs(c: Checker, table: Mapping[str, Any], prefix: str, key: str) -> tuple
 
 
 def _timeout(c: Checker, table: Mapping[str, Any], prefix: str) -> float | None:
-    value = c.get(table, prefix, "timeout", (int, float))
-    if value is not None and value <= 0:
-        c.problem(f"{prefix}.timeout", "must be a positive number of seconds")
-        return None
-    return float(value) if value is not None else None
+    return c.seconds(table, prefix, "timeout")
 
 
 def _limits(c: Checker, table: Mapping[str, Any]) -> ArchiveLimits:
@@ -266,12 +262,24 @@ def load_package_manifest(manifests_dir: Path, project: ProjectSpec) -> PackageM
     if not path.exists():
         return PackageManifest(source=path)
     manifest = parse_package(read_toml(path), path=path, kind=project.kind)
+    missing = [f"{display_path(path)}: package.fixtures[{i}]: " + (
+        f'"{fixture}" matches no file under {project.root}' if any(ch in fixture for ch in "*?[")
+        else f"{project.root / fixture} does not exist") + " (every package must hold it)"
+        for i, fixture in enumerate(manifest.package.fixtures) if not _present(project.root, fixture)]
+    if missing:  # found by `relgate check` and every stage's load, not when a package lacks it
+        raise ManifestError(missing)
     lock = manifest.publish.lock
     if lock is not None:
         if not (project.root / lock).is_file():
             raise ManifestError([f"{display_path(path)}: publish.lock: {project.root / lock} does not exist"])
         read_lock((project.root / lock).read_bytes(), shown=display_path(project.root / lock))
     return manifest
+
+
+def _present(root: Path, fixture: str) -> bool:
+    if any(ch in fixture for ch in "*?["):
+        return next(iter(Path(root).glob(fixture)), None) is not None
+    return (Path(root) / fixture).exists()
 
 
 # --- lock files (python) ------------------------------------------------------------------------
