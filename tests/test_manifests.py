@@ -781,3 +781,52 @@ def test_relgate_check_refuses_a_hostile_name_and_a_missing_fixture_and_runs_not
         assert "package.toml: package.fixtures[0]: " in lines[1] and "tests/data/none.bin does not exist" in lines[1]
         assert 'builds.toml: check[' in lines[0] and '.name: "evil\\nrelease-cpu  pass" is not a name' in lines[0]
     assert not (tinyinfer.root / "ran").exists() and not tinyinfer.home.exists()
+
+
+def _status_rows(project: Project) -> dict[str, dict[str, Any]]:
+    import json
+
+    done = project.relgate("status", "--json", timeout=120)
+    assert done.returncode == 0, done.stderr
+    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
+
+
+def test_a_make_project_without_builds_toml_says_what_it_skipped(tinyinfer: Project) -> None:
+    (tinyinfer.manifests / "builds.toml").unlink()
+    done = tinyinfer.relgate("host", timeout=300)
+    assert "Traceback" not in done.stderr
+    rows = _status_rows(tinyinfer)
+    assert rows["host-checks"]["verdict"] == "not-run", rows
+    assert rows["host-checks"]["reason"].startswith("no builds.toml in "), rows["host-checks"]
+    assert "host-checks" in done.stdout and "no builds.toml" in done.stdout
+    strict = tinyinfer.relgate("host", "--require-all", timeout=300)
+    assert strict.returncode == 1, strict.stdout  # a skipped manifest is never a green --require-all
+
+
+def test_a_cargo_project_without_a_lanes_file_has_no_census_and_says_so(scankern: Project) -> None:
+    project_toml = scankern.manifests / "project.toml"
+    project_toml.write_text("\n".join(line for line in project_toml.read_text().splitlines()
+                                      if not line.startswith("lanes")) + "\n")
+    (scankern.manifests / "builds.toml").write_text('[[check]]\nname = "quick"\nrun = ["true"]\n')
+    for optional in ("checklist.toml", "measurements.toml"):  # they name lane targets
+        (scankern.manifests / optional).unlink()
+    done = scankern.relgate("host", timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr
+    rows = _status_rows(scankern)
+    census = rows["lane-census"]
+    assert census["verdict"] == "not-run" and census["reason"].startswith("no lanes file"), census
+    assert rows["quick"]["verdict"] == "pass"
+    assert "host-checks" not in rows  # a builds.toml is there
+
+
+def test_checklist_item_ids_go_through_the_name_rule(tmp_path: Path) -> None:
+    from relgate.manifest.checklist import parse_checklist
+
+    data = {"release": {"version": "1.0.0", "boards": ["host:local"]},
+            "item": [{"id": "a" * 201, "title": "t", "manual": True}, {"id": "x..y", "title": "t", "manual": True}]}
+    with pytest.raises(ManifestError) as info:
+        parse_checklist(data, path=tmp_path / "checklist.toml")
+    shown = display_path(tmp_path / "checklist.toml")
+    assert [line.split(" is not a name: ")[1] for line in info.value.lines()] == [
+        "201 characters long (200 at most)", 'it holds ".."']
+    assert all(line.startswith(f"{shown}: item[") for line in info.value.lines())
