@@ -162,17 +162,19 @@ class _Budget:
             raise ArchiveError(self.archive, f"unpacks to more than max_unpacked_bytes = "
                                              f"{self.limits.max_unpacked_bytes} ({total} bytes {how}): refused",
                                member=member)
+        self.ratio(total, member, how)
+
+    def ratio(self, total: int, member: str | None, how: str) -> None:
         if total > self.ratio_cap:
             raise ArchiveError(self.archive, f"unpacks to more than {self.ratio_cap} bytes ({total} bytes {how}) "
                                              f"from an archive of {self.size} bytes: past max_ratio = "
-                                             f"{self.limits.max_ratio:g} times its size (a compression bomb): "
+                                             f"{self.limits.max_ratio:g} times its size: "
                                              "refused", member=member)
 
     def stream(self, end: int, member: str | None, how: str) -> None:
         """A tar's decompressed stream (headers included) is held to the ratio only: its member
         data is held to ``max_unpacked_bytes`` as declared and as written."""
-        if end > self.ratio_cap:
-            self.unpacked(end, member, how)
+        self.ratio(end, member, how)
 
     def write(self, count: int, member: str) -> None:
         self.written += count
