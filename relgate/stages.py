@@ -76,18 +76,22 @@ _NEEDS_LANES = ("cargo",)  # the census of Cargo.toml's targets
 _NEEDS_BUILDS = ("cargo", "make")  # the warning-free release builds
 
 
-def _missing_manifests(ws: Workspace) -> list[PlannedStep]:
-    steps = []
+def _missing_reasons(ws: Workspace) -> dict[str, str]:
+    """step name → why it cannot run: a manifest the project's kind needs is absent."""
+    reasons = {}
     folder = display_path(ws.manifests_dir)
     if ws.lanes is None and ws.project.kind in _NEEDS_LANES:
-        steps.append(not_run_step("lane-census", f"no lanes file (project.lanes, or lanes.toml in {folder}): the "
-                                  f"census of the {ws.project.kind} project's targets did not run",
-                                  project=ws.project, lane="host", action_name="relgate census"))
+        reasons["lane-census"] = (f"no lanes file (project.lanes, or lanes.toml in {folder}): the census of the "
+                                  f"{ws.project.kind} project's targets did not run")
     if not ws.builds.declared and ws.project.kind in _NEEDS_BUILDS:
-        steps.append(not_run_step("host-checks", f"no builds.toml in {folder}: no release build or host check is "
-                                  "declared, none ran", project=ws.project, lane="host",
-                                  action_name="the builds.toml checks"))
-    return steps
+        reasons["host-checks"] = f"no builds.toml in {folder}: no release build or host check is declared, none ran"
+    return reasons
+
+
+def _missing_manifests(ws: Workspace) -> list[PlannedStep]:
+    names = {"lane-census": "relgate census", "host-checks": "the builds.toml checks"}
+    return [not_run_step(name, reason, project=ws.project, lane="host", action_name=names[name])
+            for name, reason in _missing_reasons(ws).items()]
 
 
 def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
@@ -173,11 +177,12 @@ def whole_plan(ws: Workspace) -> list[PlannedSession]:
     """Everything ``nox -s host`` and each lane would run, placed on the declared hosts
     (what ``relgate check`` prints); nothing runs, and no SSH host is dialled (declared facts)."""
     pool = host_pool(ws, connect=False)
+    missing = _missing_reasons(ws)  # a manifest the kind needs is absent: its step is not run
 
     def placed(steps: Sequence[PlannedStep]) -> tuple[tuple[PlannedStep, str], ...]:
         out = []
         for step in steps:
-            where = pool.place(step)
+            where = missing[step.name] if step.action is not None and step.name in missing else pool.place(step)
             where = (f"skip: {step.skip}" if step.skip else f"not run: {where}" if isinstance(where, str)
                      else where.host.name)
             out.append((step, where))

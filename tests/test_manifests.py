@@ -817,6 +817,10 @@ def test_a_cargo_project_without_a_lanes_file_has_no_census_and_says_so(scankern
     assert census["verdict"] == "not-run" and census["reason"].startswith("no lanes file"), census
     assert rows["quick"]["verdict"] == "pass"
     assert "host-checks" not in rows  # a builds.toml is there
+    check = scankern.relgate("check", timeout=120)
+    assert check.returncode == 0, check.stderr
+    assert any("lane-census" in line and "not run: no lanes file" in line for line in check.stdout.splitlines()), \
+        check.stdout
 
 
 def test_checklist_item_ids_go_through_the_name_rule(tmp_path: Path) -> None:

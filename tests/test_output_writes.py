@@ -63,6 +63,12 @@ def test_a_report_into_dev_full_is_exit_2_naming_it(tinyinfer: Project, flag: st
         assert "/dev/full: cannot write the report: No space left on device" in out, out
         assert "Traceback" not in out
         _assert_full_is_a_device()
+    from relgate.ledger.store import Ledger
+
+    with Ledger.open(tinyinfer.home) as ledger:  # the "running" report is written first: nothing ran
+        assert ledger.steps() == []
+        runs = ledger.runs()
+        assert len(runs) == 2 and all(r.finished is not None and r.outcome == "failed" for r in runs), runs
 
 
 @needs_full
