@@ -67,7 +67,8 @@ def _host_steps(ws: Workspace, *, names: Sequence[str]) -> list[PlannedStep]:
     if lanes is None:
         return [*_missing_manifests(ws), *plan_host_checks(ws.builds, ws.project.root)]
     extra = plan_lane(ws.project, lanes, "host")
-    return [census_step(ws, lanes), *_missing_manifests(ws), *plan_host_checks(ws.builds, ws.project.root, extra=extra)]
+    return [census_step(ws, lanes), *_missing_manifests(ws),
+            *plan_host_checks(ws.builds, ws.project.root, extra=extra)]
 
 
 # What a project of each kind needs a manifest for: without it, `nox -s host` says what it

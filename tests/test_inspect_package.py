@@ -123,7 +123,8 @@ P = Path("manifests/package.toml")
     ("python", {"publish": {"upload_url": "http://127.0.0.1:1/"}}, "publish.upload_url: only with publish.index_url"),
     ("python", {"package": {"extras": ["te st"]}}, 'package.extras[0]: "te st" is not an extra name'),
     ("cargo", {"publish": {"registry": "my registry"}}, 'publish.registry: "my registry" is not a cargo registry name'),
-    ("make", {"package": {"max_unpacked_bytes": 0}}, "package.max_unpacked_bytes: 0 is not a limit: a positive integer"),
+    ("make", {"package": {"max_unpacked_bytes": 0}},
+     "package.max_unpacked_bytes: 0 is not a limit: a positive integer"),
     ("make", {"package": {"max_unpacked_bytes": "1G"}}, 'package.max_unpacked_bytes: expected an integer, got the '
                                                         'string "1G"'),
     ("cargo", {"package": {"max_members": -3}}, "package.max_members: -3 is not a limit: a positive integer"),

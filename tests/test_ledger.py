@@ -402,8 +402,8 @@ def _drop_column(db: Path) -> None:
     (_drop_table("baselines"), f"schema version {SCHEMA_VERSION} but the table baselines is missing"),
     (_drop_column, f"schema version {SCHEMA_VERSION} but table decisions lacks the column note"),
 ], ids=["foreign", "empty", "missing-table", "missing-column"])
-def test_an_sqlite_file_that_is_not_a_relgate_ledger_is_refused_untouched(tmp_path: Path, make, words: str  # noqa: ANN001
-                                                                           ) -> None:
+def test_an_sqlite_file_that_is_not_a_relgate_ledger_is_refused_untouched(
+        tmp_path: Path, make, words: str) -> None:  # noqa: ANN001
     home = tmp_path / "home"
     db = home / "ledger.sqlite3"
     if make in (_foreign_db, _empty_db):

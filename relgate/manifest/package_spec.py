@@ -47,8 +47,8 @@ from relgate.core.record import record
 from relgate.manifest.schema import Checker, display_path, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec, _command
 
-__all__ = ["PACKAGE_FILE", "ArchiveLimits", "DEFAULT_LIMITS", "LockEntry", "PackageManifest", "PackageSpec", "PublishSpec", "load_package_manifest",
-           "parse_package", "read_lock"]
+__all__ = ["PACKAGE_FILE", "ArchiveLimits", "DEFAULT_LIMITS", "LockEntry", "PackageManifest", "PackageSpec",
+           "PublishSpec", "load_package_manifest", "parse_package", "read_lock"]
 
 PACKAGE_FILE = "package.toml"
 _PACKAGE_KEYS = ("forbid", "allow", "fixtures", "dist", "dist_glob", "build_command", "test_command", "shell",
@@ -83,7 +83,7 @@ class ArchiveLimits:
 
     max_unpacked_bytes: int = 512 << 20  # 512 MiB of member data in all
     max_members: int = 100_000
-    max_ratio: float = 100.0  # unpacked bytes per byte of the archive file, once past RATIO_FLOOR
+    max_ratio: float = 100.0  # unpacked bytes per byte of the archive file, once past ratio_floor
     #: Below this many unpacked bytes the ratio is not judged: a tiny archive cannot be a bomb.
     ratio_floor: int = 1 << 20
 
@@ -168,8 +168,7 @@ def _limits(c: Checker, table: Mapping[str, Any]) -> ArchiveLimits:
         value = c.get(table, "package", key, kind)
         if value is None:
             continue
-        low = 1 if key != "max_ratio" else 1.0
-        if not math.isfinite(value) or value < low or (key == "max_ratio" and value <= 1):
+        if not math.isfinite(value) or value < 1 or (key == "max_ratio" and value <= 1):
             c.problem(f"package.{key}", f"{value} is not a limit: "
                       + ("a number above 1 (unpacked bytes per archive byte)" if key == "max_ratio"
                          else "a positive integer"))

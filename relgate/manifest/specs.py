@@ -553,7 +553,8 @@ def cwd_problems(builds: BuildsSpec, root: Path) -> list[str]:
             out.append(f"{shown}: {where}.cwd: \"{options.cwd}\" resolves to {folder}, outside the project root "
                        f"{real_root}")
         elif not folder.is_dir():
-            out.append(f"{shown}: {where}.cwd: {folder} " + ("is not a folder" if folder.exists() else "does not exist"))
+            what = "is not a folder" if folder.exists() else "does not exist"
+            out.append(f"{shown}: {where}.cwd: {folder} {what}")
     return out
 
 
