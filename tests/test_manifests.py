@@ -834,3 +834,21 @@ def test_checklist_item_ids_go_through_the_name_rule(tmp_path: Path) -> None:
     assert [line.split(" is not a name: ")[1] for line in info.value.lines()] == [
         "201 characters long (200 at most)", 'it holds ".."']
     assert all(line.startswith(f"{shown}: item[") for line in info.value.lines())
+
+
+def test_the_seconds_rule_exports_as_json_schema_and_agrees_with_the_checker(tmp_path: Path) -> None:
+    import jsonschema
+
+    from relgate.manifest.schema import Checker, seconds_json_schema
+
+    for zero in (False, True):
+        schema = seconds_json_schema(zero=zero)
+        for value in (0, 0.5, 600, 2592000, 2592001, -1, 1e300):
+            c = Checker(tmp_path / "x.toml")
+            accepted = c.seconds({"t": value}, "", "t", zero=zero) is not None
+            try:
+                jsonschema.validate(value, schema)
+                valid = True
+            except jsonschema.ValidationError:
+                valid = False
+            assert accepted == valid, (zero, value, c.problems)

@@ -26,7 +26,7 @@ else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
 __all__ = ["read_text", "loads_toml", "read_toml", "Checker", "display_path", "did_you_mean", "NameRule", "NAME",
-           "MAX_SECONDS", "printable"]
+           "MAX_SECONDS", "seconds_json_schema", "printable"]
 
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 _TOML_END = "(at end of document)"
@@ -152,6 +152,12 @@ assert re.compile(NAME.pattern)  # the exported pattern is a valid regex here to
 
 #: The longest a timeout, wait or interval may be (30 days): past it a number is a typo, not a limit.
 MAX_SECONDS = 30 * 24 * 3600
+
+
+def seconds_json_schema(*, zero: bool = False) -> dict[str, Any]:
+    """What :meth:`Checker.seconds` accepts, as a JSON Schema (finite is JSON's own rule)."""
+    low = {"minimum": 0} if zero else {"exclusiveMinimum": 0}
+    return {"type": "number", **low, "maximum": MAX_SECONDS}
 
 
 _TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", float: "a number",
