@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, TextIO
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.lanes.plan import lane_targets, plan_lane
-from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps, refuse_unknown_lanes
+from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps, not_run_step, refuse_unknown_lanes
 from relgate.lanes.steps import census_step as lane_census_step
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BaselineRow, Ledger
@@ -65,9 +65,34 @@ def _host_steps(ws: Workspace, *, names: Sequence[str]) -> list[PlannedStep]:
             return checks
         return [*checks, *plan_lane(ws.project, lanes, "host", names=names, other_names=check_names(ws.builds))]
     if lanes is None:
-        return plan_host_checks(ws.builds, ws.project.root)
+        return [*_missing_manifests(ws), *plan_host_checks(ws.builds, ws.project.root)]
     extra = plan_lane(ws.project, lanes, "host")
-    return [census_step(ws, lanes), *plan_host_checks(ws.builds, ws.project.root, extra=extra)]
+    return [census_step(ws, lanes), *_missing_manifests(ws),
+            *plan_host_checks(ws.builds, ws.project.root, extra=extra)]
+
+
+# What a project of each kind needs a manifest for: without it, `nox -s host` says what it
+# skipped (a not-run step, which --require-all fails), never silence.
+_NEEDS_LANES = ("cargo",)  # the census of Cargo.toml's targets
+_NEEDS_BUILDS = ("cargo", "make")  # the warning-free release builds
+
+
+def _missing_reasons(ws: Workspace) -> dict[str, str]:
+    """step name → why it cannot run: a manifest the project's kind needs is absent."""
+    reasons = {}
+    folder = display_path(ws.manifests_dir)
+    if ws.lanes is None and ws.project.kind in _NEEDS_LANES:
+        reasons["lane-census"] = (f"no lanes file (project.lanes, or lanes.toml in {folder}): the census of the "
+                                  f"{ws.project.kind} project's targets did not run")
+    if not ws.builds.declared and ws.project.kind in _NEEDS_BUILDS:
+        reasons["host-checks"] = f"no builds.toml in {folder}: no release build or host check is declared, none ran"
+    return reasons
+
+
+def _missing_manifests(ws: Workspace) -> list[PlannedStep]:
+    names = {"lane-census": "relgate census", "host-checks": "the builds.toml checks"}
+    return [not_run_step(name, reason, project=ws.project, lane="host", action_name=names[name])
+            for name, reason in _missing_reasons(ws).items()]
 
 
 def run_host_checks(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),
@@ -161,11 +186,12 @@ def whole_plan(ws: Workspace) -> list[PlannedSession]:
     """Everything ``nox -s host`` and each lane would run, placed on the declared hosts
     (what ``relgate check`` prints); nothing runs, and no SSH host is dialled (declared facts)."""
     pool = host_pool(ws, connect=False)
+    missing = _missing_reasons(ws)  # a manifest the kind needs is absent: its step is not run
 
     def placed(steps: Sequence[PlannedStep]) -> tuple[tuple[PlannedStep, str], ...]:
         out = []
         for step in steps:
-            where = pool.place(step)
+            where = missing[step.name] if step.action is not None and step.name in missing else pool.place(step)
             where = (f"skip: {step.skip}" if step.skip else f"not run: {where}" if isinstance(where, str)
                      else where.host.name)
             out.append((step, where))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import stat
 import tarfile
 import zipfile
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from relgate.core.errors import InputError
-from relgate.package.archive import ArchiveError, extract, read_members
+from relgate.package.archive import ArchiveError, ArchiveLimits, extract, read_members
 
 Entry = tuple  # (name, kind, payload): kind file | dir | symlink | hardlink | chr | fifo
 
@@ -159,8 +160,9 @@ def test_dot_slash_names_and_the_root_entry_are_normalised(tmp_path: Path) -> No
 
 def test_an_archive_past_the_size_limit_is_refused(tmp_path: Path) -> None:
     archive = make_tar(tmp_path / "big.tar.gz", [("a/big.bin", "file", b"0" * 4096)])
-    with pytest.raises(ArchiveError, match="expands past 1000 bytes"):
-        extract(archive, tmp_path / "out", max_bytes=1000)
+    with pytest.raises(ArchiveError, match=r"member 'a/big.bin': unpacks to more than max_unpacked_bytes = 1000 "
+                                           r"\(4096 bytes declared\)"):
+        extract(archive, tmp_path / "out", limits=ArchiveLimits(max_unpacked_bytes=1000))
     assert not (tmp_path / "out").exists()
 
 
@@ -310,3 +312,146 @@ def test_printable_escapes_what_would_forge_a_line() -> None:
 
     assert printable("pkg/ok.txt") == "pkg/ok.txt"
     assert printable("a\nPASS\x1b[2K") == "a\\nPASS\\x1b[2K"
+
+
+# --- expansion limits: size, members, compression ratio (issue 23) ---------------------------
+
+MIB = 1 << 20
+_GZ_MIB_OF_ZEROS = None
+
+
+def _gz_zeros_mib() -> bytes:
+    """One gzip member holding 1 MiB of zeros (about 1 KiB): gzip members concatenate, so a
+    stream of hundreds of MiB costs a few hundred KiB and no time to build."""
+    global _GZ_MIB_OF_ZEROS
+    if _GZ_MIB_OF_ZEROS is None:
+        import gzip
+
+        _GZ_MIB_OF_ZEROS = gzip.compress(bytes(MIB), compresslevel=9)
+    return _GZ_MIB_OF_ZEROS
+
+
+def _tar_gz_bomb(path: Path, members: list[tuple[str, int]]) -> Path:
+    """A real tar.gz whose members hold ``size`` zero bytes each (sizes in whole MiB)."""
+    import gzip
+
+    with open(path, "wb") as out:
+        for name, size in members:
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = size, 0o644
+            out.write(gzip.compress(info.tobuf(format=tarfile.PAX_FORMAT)))
+            assert size % MIB == 0
+            out.write(_gz_zeros_mib() * (size // MIB))
+        out.write(gzip.compress(bytes(2 * tarfile.BLOCKSIZE)))
+    return path
+
+
+def test_a_huge_tar_gz_stream_is_refused_at_its_header_before_it_is_decompressed(tmp_path: Path) -> None:
+    # 400 MiB of zeros in ~400 KiB: the default limits refuse it on the member's header (the
+    # number in the message is where its data would end), so nothing is decompressed or written.
+    archive = _tar_gz_bomb(tmp_path / "bomb.tar.gz", [("pkg/zeros.bin", 400 * MIB)])
+    assert archive.stat().st_size < 1 * MIB
+    with pytest.raises(ArchiveError) as caught:
+        extract(archive, tmp_path / "out")
+    message = str(caught.value)
+    assert message.startswith(f"{archive}: member 'pkg/zeros.bin': unpacks to more than "), message
+    # the number is where the member's data would end in the decompressed stream: its header's word
+    end = re.search(r"\((\d+) bytes of tar stream\) from an archive of (\d+) bytes", message)
+    assert end is not None and 400 * MIB < int(end.group(1)) < 400 * MIB + 8192, message
+    assert int(end.group(2)) == archive.stat().st_size
+    assert "past max_ratio = 100 times its size" in message, message
+    assert not (tmp_path / "out").exists() and tree(tmp_path) == {"bomb.tar.gz"}
+
+
+def test_a_bomb_spread_over_many_members_is_refused_while_it_streams(tmp_path: Path) -> None:
+    # 300 members of 1 MiB of zeros: no header is alarming alone; the stream passes the ratio
+    # (100 x ~300 KiB) at about member 30, which is named, long before the 300th is read.
+    archive = _tar_gz_bomb(tmp_path / "many.tar.gz", [(f"pkg/z{i:03d}.bin", MIB) for i in range(300)])
+    with pytest.raises(ArchiveError) as caught:
+        read_members(archive)
+    assert caught.value.member is not None and caught.value.member.startswith("pkg/z"), caught.value
+    assert int(caught.value.member[5:8]) < 60, caught.value  # refused early, not after reading all 300
+    assert "max_ratio = 100" in str(caught.value)
+
+
+def test_a_zip_bomb_is_refused_naming_the_member_and_the_numbers(tmp_path: Path) -> None:
+    archive = tmp_path / "bomb.whl"
+    with zipfile.ZipFile(archive, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as zf:
+        for i in range(16):
+            zf.writestr(f"pkg/z{i:02d}.bin", bytes(MIB))
+    size = archive.stat().st_size
+    with pytest.raises(ArchiveError) as caught:
+        extract(archive, tmp_path / "out", limits=ArchiveLimits(max_ratio=50, ratio_floor=MIB))
+    message = str(caught.value)
+    # past 50 x the archive's size (and the 1 MiB floor): the member that crosses it is named
+    cap = max(MIB, 50 * size)
+    crossing = cap // MIB  # zero-based index of the member whose declared size crosses the cap
+    assert caught.value.member == f"pkg/z{crossing:02d}.bin", message
+    assert f"unpacks to more than {cap} bytes ({(crossing + 1) * MIB} bytes declared) from an archive of " \
+           f"{size} bytes: past max_ratio = 50 times its size" in message, message
+    assert not (tmp_path / "out").exists()
+
+
+def test_the_member_count_and_the_size_limit_name_the_archive_member_and_numbers(tmp_path: Path) -> None:
+    archive = make_zip(tmp_path / "many.zip", [(f"pkg/f{i}.txt", "file", b"x") for i in range(6)])
+    with pytest.raises(ArchiveError, match=r"many.zip: member 'pkg/f5.txt': more than max_members = 5 members"):
+        extract(archive, tmp_path / "out", limits=ArchiveLimits(max_members=5))
+    tar = make_tar(tmp_path / "many.tar.gz", [(f"pkg/f{i}.txt", "file", b"x") for i in range(6)])
+    with pytest.raises(ArchiveError, match=r"many.tar.gz: member 'pkg/f5.txt': more than max_members = 5 members"):
+        read_members(tar, limits=ArchiveLimits(max_members=5))
+    big = make_zip(tmp_path / "big.zip", [("pkg/a.bin", "file", bytes(600)), ("pkg/b.bin", "file", bytes(600))])
+    with pytest.raises(ArchiveError, match=r"big.zip: member 'pkg/b.bin': unpacks to more than "
+                                           r"max_unpacked_bytes = 1000 \(1200 bytes declared\)"):
+        extract(big, tmp_path / "out", limits=ArchiveLimits(max_unpacked_bytes=1000))
+    assert not (tmp_path / "out").exists()
+
+
+def test_hard_link_copies_count_against_the_size_limit(tmp_path: Path) -> None:
+    entries = [("pkg/a.bin", "file", bytes(600))] + [(f"pkg/l{i}", "hardlink", "pkg/a.bin") for i in range(3)]
+    archive = make_tar(tmp_path / "links.tar.gz", entries)
+    with pytest.raises(ArchiveError, match=r"member 'pkg/l1': unpacks to more than max_unpacked_bytes = 1500 "
+                                           r"\(1800 bytes declared\)"):
+        extract(archive, tmp_path / "out", limits=ArchiveLimits(max_unpacked_bytes=1500))
+    done = extract(archive, tmp_path / "ok", limits=ArchiveLimits(max_unpacked_bytes=2400))
+    assert (tmp_path / "ok/pkg/l2").read_bytes() == bytes(600)
+    assert done.size == 600
+
+
+def test_the_bytes_really_written_are_counted_not_the_declared_sizes(tmp_path: Path) -> None:
+    # The writer's own count is what stops it: a budget that the declared sizes fit (the member
+    # is declared before it is written) is spent by the bytes written, member by member.
+    from relgate.package import archive as mod
+
+    budget = mod._Budget(tmp_path / "nothing", ArchiveLimits(max_unpacked_bytes=10, ratio_floor=1 << 40))
+    budget.write(8, "pkg/a")
+    with pytest.raises(ArchiveError, match=r"member 'pkg/b': unpacks to more than max_unpacked_bytes = 10 "
+                                           r"\(11 bytes written\)"):
+        budget.write(3, "pkg/b")
+
+
+def test_setuid_setgid_and_sticky_bits_are_stripped_and_reported(tmp_path: Path) -> None:
+    tar_path = tmp_path / "modes.tar.gz"
+    with tarfile.open(tar_path, "w:gz") as tf:
+        for name, mode in (("pkg/suid", 0o4755), ("pkg/sgid", 0o2644), ("pkg/plain", 0o644)):
+            info = tarfile.TarInfo(name)
+            info.size, info.mode = 2, mode
+            tf.addfile(info, io.BytesIO(b"x\n"))
+        info = tarfile.TarInfo("pkg/tmp")
+        info.type, info.mode = tarfile.DIRTYPE, 0o1777
+        tf.addfile(info)
+    done = extract(tar_path, tmp_path / "t")
+    assert {m.name: m.stripped for m in done.stripped} == {"pkg/suid": ("setuid",), "pkg/sgid": ("setgid",),
+                                                         "pkg/tmp": ("sticky",)}
+    zip_path = tmp_path / "modes.zip"
+    with zipfile.ZipFile(zip_path, "w") as zf:
+        for name, mode in (("pkg/suid", 0o4755), ("pkg/both", 0o6755), ("pkg/plain", 0o644)):
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFREG | mode) << 16
+            zf.writestr(info, b"x\n")
+    zdone = extract(zip_path, tmp_path / "z")
+    assert {m.name: m.stripped for m in zdone.stripped} == {"pkg/suid": ("setuid",), "pkg/both": ("setuid", "setgid")}
+    for root in (tmp_path / "t", tmp_path / "z"):
+        for path in root.rglob("*"):
+            assert not path.stat().st_mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX), path
+    assert stat.S_IMODE((tmp_path / "z/pkg/both").stat().st_mode) == 0o755
+    assert stat.S_IMODE((tmp_path / "t/pkg/sgid").stat().st_mode) == 0o644

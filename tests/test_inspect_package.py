@@ -123,6 +123,17 @@ P = Path("manifests/package.toml")
     ("python", {"publish": {"upload_url": "http://127.0.0.1:1/"}}, "publish.upload_url: only with publish.index_url"),
     ("python", {"package": {"extras": ["te st"]}}, 'package.extras[0]: "te st" is not an extra name'),
     ("cargo", {"publish": {"registry": "my registry"}}, 'publish.registry: "my registry" is not a cargo registry name'),
+    ("make", {"package": {"max_unpacked_bytes": 0}},
+     "package.max_unpacked_bytes: 0 is not a limit: a positive integer"),
+    ("make", {"package": {"max_unpacked_bytes": "1G"}}, 'package.max_unpacked_bytes: expected an integer, got the '
+                                                        'string "1G"'),
+    ("cargo", {"package": {"max_members": -3}}, "package.max_members: -3 is not a limit: a positive integer"),
+    ("cargo", {"package": {"max_members": True}}, "package.max_members: expected an integer, got true"),
+    ("python", {"package": {"max_ratio": 1}}, "package.max_ratio: 1 is not a limit: a number above 1"),
+    ("python", {"package": {"max_ratio": float("inf")}}, "package.max_ratio: inf is not a limit"),
+    ("python", {"package": {"max_ratio": float("nan")}}, "package.max_ratio: nan is not a limit"),
+    ("python", {"package": {"max_unpacked_bytes": 1 << 60}}, "package.max_unpacked_bytes: 1152921504606846976 is past"),
+    ("python", {"package": {"max_ratoi": 5}}, 'package.max_ratoi: unknown key — did you mean "max_ratio"?'),
 ])
 def test_package_toml_problems_name_file_and_dotted_key(kind: str, data: dict[str, Any], expected: str) -> None:
     with pytest.raises(ManifestError) as caught:
@@ -206,3 +217,14 @@ def test_wheel_requirements_keep_what_applies_here_with_the_extras(tmp_path: Pat
     assert wheel_requirements(wheel, ("test",)) == ["nox>=2024.4.15", "pytest>=7.4", "rich[jupyter]>=13"]
     with pytest.raises(StepFailed, match="provides no extra 'docs'"):
         wheel_requirements(wheel, ("docs",))
+
+
+def test_archive_limits_default_and_override() -> None:
+    from relgate.manifest.package_spec import DEFAULT_LIMITS
+
+    assert parse_package({}, path=P, kind="make").package.limits == DEFAULT_LIMITS
+    assert (DEFAULT_LIMITS.max_unpacked_bytes, DEFAULT_LIMITS.max_members, DEFAULT_LIMITS.max_ratio) == \
+        (512 << 20, 100_000, 100.0)  # the README's figures
+    got = parse_package({"package": {"max_unpacked_bytes": 1 << 30, "max_members": 10, "max_ratio": 20.5}},
+                        path=P, kind="cargo").package.limits
+    assert (got.max_unpacked_bytes, got.max_members, got.max_ratio) == (1 << 30, 10, 20.5)

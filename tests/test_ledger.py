@@ -363,3 +363,78 @@ def test_a_ledger_with_frames_in_its_wal_is_always_checked(tmp_path: Path, monke
     finally:
         writer.close()
     assert len(checks) == 1  # the writer's open was the stamped file; the second found frames in the WAL
+
+
+# --- an SQLite file that is not a relgate ledger (issue 23) -----------------------------------------
+
+
+def _foreign_db(db: Path) -> None:
+    conn = sqlite3.connect(db)  # another program's database, in the default rollback journal
+    conn.executescript("CREATE TABLE notes (id INTEGER PRIMARY KEY, body TEXT); INSERT INTO notes(body) VALUES ('x');")
+    conn.close()
+
+
+def _empty_db(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("PRAGMA user_version = 0")
+    conn.execute("CREATE TABLE t (x)")
+    conn.execute("DROP TABLE t")  # a valid SQLite file with no table at all
+    conn.close()
+
+
+def _drop_table(table: str):  # noqa: ANN202
+    def damage(db: Path) -> None:
+        conn = sqlite3.connect(db)
+        conn.execute(f"DROP TABLE {table}")
+        conn.close()
+    return damage
+
+
+def _drop_column(db: Path) -> None:
+    conn = sqlite3.connect(db)
+    conn.execute("ALTER TABLE decisions DROP COLUMN note")
+    conn.close()
+
+
+@pytest.mark.parametrize("make,words", [
+    (_foreign_db, "schema version 0, it holds tables relgate never made: notes"),
+    (_empty_db, "schema version 0, it has no tables"),
+    (_drop_table("baselines"), f"schema version {SCHEMA_VERSION} but the table baselines is missing"),
+    (_drop_column, f"schema version {SCHEMA_VERSION} but table decisions lacks the column note"),
+], ids=["foreign", "empty", "missing-table", "missing-column"])
+def test_an_sqlite_file_that_is_not_a_relgate_ledger_is_refused_untouched(
+        tmp_path: Path, make, words: str) -> None:  # noqa: ANN001
+    home = tmp_path / "home"
+    db = home / "ledger.sqlite3"
+    if make in (_foreign_db, _empty_db):
+        home.mkdir()
+    else:
+        _filled_ledger(home)
+        conn = sqlite3.connect(db)
+        conn.execute("PRAGMA journal_mode=DELETE")  # fold the WAL in: the bytes compared below are all of it
+        conn.close()
+    make(db)
+    before = db.read_bytes()
+    with pytest.raises(InputError) as caught:
+        Ledger.open(home)
+    message = str(caught.value)
+    assert message.startswith(f"{db}: an SQLite file but not a relgate ledger ({words}); relgate writes nothing "
+                              f"into it. Move it aside (mv {db} {db}.foreign"), message
+    assert "\n" not in message and caught.value.exit_code == 2
+    assert db.read_bytes() == before  # not adopted: no schema, no WAL switch, no row
+    assert not (home / "ledger.sqlite3-wal").exists()
+    assert not (home / "ledger.verified").exists()
+
+
+def test_a_foreign_ledger_stops_the_run_before_any_step(tinyinfer: Project) -> None:
+    tinyinfer.home.mkdir(parents=True, exist_ok=True)
+    db = tinyinfer.home / "ledger.sqlite3"
+    _foreign_db(db)
+    before = db.read_bytes()
+    marker = tinyinfer.root / "ran"
+    (tinyinfer.manifests / "builds.toml").write_text(f'[[check]]\nname = "touch"\nrun = ["touch", "{marker}"]\n')
+    for done in (tinyinfer.relgate("host"), tinyinfer.nox("host")):
+        assert done.returncode == 2, done.stdout + done.stderr
+        assert f"mv {db} {db}.foreign" in done.stderr + done.stdout
+        assert "Traceback" not in done.stdout + done.stderr
+    assert not marker.exists() and db.read_bytes() == before

@@ -617,3 +617,238 @@ def test_a_project_without_a_changelog_or_a_version_validates(tmp_path: Path) ->
     with pytest.raises(ManifestError, match="project.changelog: .*NEWS.md does not exist"):
         parse_project({"project": {"name": "ds4", "root": "engine", "kind": "make", "changelog": "NEWS.md"}},
                       path=path)
+
+
+# --- inputs that must never be accepted (issue 23): versions, names, seconds, paths, depth ------
+
+PY_PROJECT = '[project]\nname = "p"\nroot = "."\nkind = "python"\nversion = "{v}"\n'
+CARGO_PROJECT = '[project]\nname = "p"\nroot = "."\nkind = "cargo"\nversion = "{v}"\n'
+MAKE_PROJECT = '[project]\nname = "p"\nroot = "."\nkind = "make"\nversion = "{v}"\n'
+DEEP = "x = " + "[" * 3000 + "]" * 3000 + "\n"
+
+INPUTS: list[tuple[str, str, str, str]] = [
+    # a version for the project's kind
+    ("python-version", "project.toml", PY_PROJECT.format(v="1.0.0-garbage!"),
+     'project.version: "1.0.0-garbage!" is not a PEP 440 version (e.g. 1.2.0, 1.2.0rc1, 1.2.0.post1)'),
+    ("python-version-spaces", "project.toml", PY_PROJECT.format(v=" 1.0 "), 'project.version: " 1.0 " has spaces'),
+    ("cargo-version", "project.toml", CARGO_PROJECT.format(v="1.0"),
+     'project.version: "1.0" is not a semver version (MAJOR.MINOR.PATCH, e.g. 0.4.0 or 1.0.0-rc.1), as cargo needs'),
+    ("cargo-version-leading-zero", "project.toml", CARGO_PROJECT.format(v="01.2.3"),
+     'project.version: "01.2.3" is not a semver version'),
+    ("make-version-escape", "project.toml", MAKE_PROJECT.format(v="1.0\\u001b[2K"),
+     'project.version: "1.0\\x1b[2K" is not a printable version string'),
+    # names, wherever a manifest declares one
+    ("project-name-nul", "project.toml", PROJECT_OK.replace('name = "p"', 'name = "p\\u0000"'),
+     'project.name: "p\\x00" is not a name: it holds a NUL byte (character 2: \\x00)'),
+    ("release-slash", "builds.toml", '[release."cpu/../x"]\nrun = "make"\n',
+     'release."cpu/../x": "cpu/../x" is not a name: it holds "/" (a name is never a path) (character 4: /)'),
+    ("matrix-dotdot", "builds.toml", '[matrix."a..b"]\nrun = "x {features}"\nfeatures = [""]\n',
+     'matrix."a..b": "a..b" is not a name: it holds ".."'),
+    ("check-newline", "builds.toml", '[[check]]\nname = "ok\\nPASS release"\nrun = "true"\n',
+     'check[0].name: "ok\\nPASS release" is not a name: it holds a line break (character 3: \\n)'),
+    ("check-bidi", "builds.toml", '[[check]]\nname = "gate\\u202e"\nrun = "true"\n',
+     'check[0].name: "gate\\u202e" is not a name: it holds a bidirectional-text control (it reorders what a '
+     'reader sees) (character 5: \\u202e)'),
+    ("check-escape", "builds.toml", '[[check]]\nname = "a\\u001b[31m"\nrun = "true"\n',
+     'check[0].name: "a\\x1b[31m" is not a name: it holds a control character (character 2: \\x1b)'),
+    ("release-too-long", "builds.toml", f'[release.{"r" * 201}]\nrun = "make"\n',
+     f'release."{"r" * 60}…": "{"r" * 60}…" is not a name: 201 characters long (200 at most)'),
+    ("host-name-bidi", "gpu.toml", '[host]\nname = "gpu\\u2066"\nkind = "local"\n',
+     'host.name: "gpu\\u2066" is not a name: it holds a bidirectional-text control'),
+    ("host-board-slash", "gpu.toml", '[host]\nname = "gpu"\nkind = "local"\nboards = ["H100/80G"]\n',
+     'host.boards[0]: "H100/80G" is not a name: it holds "/"'),
+    # seconds out of range
+    ("timeout-zero", "builds.toml", RELEASE_OK + "timeout = 0\n",
+     "release.cpu.timeout: must be a positive number of seconds"),
+    ("timeout-inf", "builds.toml", RELEASE_OK + "timeout = inf\n",
+     "release.cpu.timeout: must be a finite number of seconds, got inf"),
+    ("timeout-absurd", "builds.toml", RELEASE_OK + "timeout = 1e300\n",
+     "release.cpu.timeout: 1e+300 seconds is past 2592000 (30 days): not a timeout"),
+    ("host-timeout-nan", "gpu.toml", '[host]\nname = "gpu"\nkind = "local"\nconnect_timeout = nan\n',
+     "host.connect_timeout: must be a finite number of seconds, got nan"),
+    ("host-lock-wait-negative", "gpu.toml", '[host]\nname = "gpu"\nkind = "local"\nlock_wait = -1\n',
+     "host.lock_wait: must be a positive number of seconds (or 0)"),
+    # cwd: inside the project root (whether it exists is the workspace's check, below)
+    ("cwd-absolute", "builds.toml", RELEASE_OK + 'cwd = "/tmp"\n',
+     'release.cpu.cwd: "/tmp" is absolute; give a path relative to the project root'),
+    ("cwd-dotdot", "builds.toml", '[[check]]\nname = "c"\nrun = "true"\ncwd = "src/../../.."\n',
+     'check[0].cwd: "src/../../.." leaves the project root ("..")'),
+    # a value nested deeper than the parser can go: one line, not a RecursionError traceback
+    ("deeply-nested", "builds.toml", DEEP,
+     "a value is nested too deeply to read (arrays or inline tables inside each other hundreds of levels deep)"),
+]
+
+
+@pytest.mark.parametrize(("name", "text", "message"), [m[1:] for m in INPUTS], ids=[m[0] for m in INPUTS])
+def test_inputs_that_must_never_be_accepted(folder: Path, name: str, text: str, message: str) -> None:
+    lines = problems(folder, name, text)
+    wanted = expected_line(folder, name, message)
+    assert any(line.startswith(wanted) for line in lines), f"wanted {wanted!r} in {lines!r}"
+    for line in lines:
+        assert "\n" not in line and line.isprintable(), line  # one line; nothing that forges or reorders text
+        assert line.startswith(display_path(folder / name) + ":")
+
+
+@pytest.mark.parametrize("kind,version", [("python", "1.2.0rc1"), ("python", "2024.1.post3"), ("cargo", "0.4.0"),
+                                          ("cargo", "1.0.0-rc.1+build.5"), ("make", "v3 (beta)")])
+def test_versions_of_each_kind_that_are_accepted(folder: Path, kind: str, version: str) -> None:
+    text = PROJECT_OK.replace('kind = "make"', f'kind = "{kind}"').replace('"1.0.0"', f'"{version}"')
+    assert problems(folder, "project.toml", text) == []
+
+
+def test_the_name_rule_is_one_declarative_definition_exportable_as_json_schema() -> None:
+    import re
+
+    import jsonschema
+
+    from relgate.manifest.schema import NAME
+
+    schema = NAME.json_schema()
+    assert schema["maxLength"] == 200 and schema["minLength"] == 1
+    for good in ("release-cpu", "scan_parity", "NVIDIA H200", "host:local", "features[cuda]"):
+        assert NAME.problem(good) is None and re.match(NAME.pattern, good)
+        jsonschema.validate(good, schema)
+    for bad in ("a/b", "a..b", "x" * 201, "a\u202eb", "a\x00b", "a\x1bb", "a\u2028b", ""):
+        assert NAME.problem(bad) is not None and not re.match(NAME.pattern, bad)
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, schema)
+
+
+def _lanes_layout(layout: tuple[Path, Path, Path], lanes: str) -> tuple[Path, Path, Path]:
+    ws_dir, mdir, hdir = layout
+    write(mdir / "lanes.toml", lanes)
+    return ws_dir, mdir, hdir
+
+
+@pytest.mark.parametrize("lanes,message", [
+    ('[lanes]\n"t\\u202e" = "gate"\n[target."t\\u202e"]\ncommand = "true"\n',
+     'lanes."t\\u202e": "t\\u202e" is not a name: it holds a bidirectional-text control'),
+    ('[lanes]\nt = "soak"\n[target.t]\ncommand = "true"\n[lane."so/ak"]\ndescription = "d"\n',
+     'lane."so/ak": "so/ak" is not a name: it holds "/"'),
+    ('[lanes]\nt = "gate"\n[target.t]\ncommand = "true"\npath = "/etc/passwd"\n',
+     'target.t.path: "/etc/passwd" is absolute; give a path relative to the project root'),
+    ('[lanes]\nt = "gate"\n[target.t]\ncommand = "true"\npath = "../../outside.c"\n',
+     'target.t.path: "../../outside.c" leaves the project root ("..")'),
+    ('[lanes]\nt = "gate"\n[target.t]\ncommand = "true"\ntimeout = 1e12\n',
+     "target.t.timeout: 1e+12 seconds is past 2592000 (30 days): not a timeout"),
+    ("[lanes]\nt = " + "[" * 3000 + "]" * 3000 + "\n",
+     "a value is nested too deeply to read"),
+], ids=["target-bidi", "lane-slash", "path-absolute", "path-outside", "timeout-absurd", "deep"])
+def test_lanes_file_names_paths_and_depth(layout: tuple[Path, Path, Path], lanes: str, message: str) -> None:
+    ws_dir, mdir, hdir = _lanes_layout(layout, lanes)
+    with pytest.raises(InputError) as info:
+        Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    shown = display_path(mdir / "lanes.toml")
+    assert any(line.startswith(f"{shown}: {message}") for line in info.value.lines()), info.value.lines()
+    assert all("\n" not in line and line.isprintable() for line in info.value.lines())
+
+
+@pytest.mark.parametrize("cwd,says", [("missing", "does not exist"), ("a-file", "is not a folder"),
+                                      ("escape", "outside the project root")])
+def test_a_cwd_that_is_missing_or_resolves_outside_the_root_is_refused(layout: tuple[Path, Path, Path],
+                                                                       folder: Path, cwd: str, says: str) -> None:
+    ws_dir, mdir, hdir = layout
+    (folder / "escape").symlink_to(folder.parent)  # inside the root by name, outside by where it leads
+    write(mdir / "builds.toml", RELEASE_OK + f'cwd = "{cwd}"\n')
+    with pytest.raises(ManifestError) as info:
+        Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    assert len(info.value.lines()) == 1, info.value.lines()
+    line = info.value.lines()[0]
+    assert line.startswith(f"{display_path(mdir / 'builds.toml')}: release.cpu.cwd: ") and says in line, line
+
+
+def test_a_missing_package_fixture_is_found_at_load(layout: tuple[Path, Path, Path], folder: Path) -> None:
+    ws_dir, mdir, hdir = layout
+    write(mdir / "package.toml", '[package]\nfixtures = ["a-file", "tests/data/golden.bin", "data/*.bin"]\n')
+    with pytest.raises(ManifestError) as info:
+        Workspace.load(ws_dir, manifests=mdir, hosts=hdir, environ={})
+    shown = display_path(mdir / "package.toml")
+    assert info.value.lines() == [
+        f"{shown}: package.fixtures[1]: {folder.resolve() / 'tests/data/golden.bin'} does not exist (every package "
+        "must hold it)",
+        f'{shown}: package.fixtures[2]: "data/*.bin" matches no file under {folder.resolve()} (every package must '
+        "hold it)"]
+
+
+def test_relgate_check_refuses_a_hostile_name_and_a_missing_fixture_and_runs_nothing(tinyinfer: Project) -> None:
+    write(tinyinfer.manifests / "package.toml", '[package]\nfixtures = ["tests/data/none.bin"]\n')
+    with open(tinyinfer.manifests / "builds.toml", "a") as fh:
+        fh.write('\n[[check]]\nname = "evil\\nrelease-cpu  pass"\nrun = ["touch", "ran"]\n')
+    for done in (tinyinfer.relgate("check", timeout=120), tinyinfer.relgate("host", timeout=120)):
+        assert done.returncode == 2, done.stdout + done.stderr
+        lines = done.stderr.splitlines()
+        assert len(lines) == 2 and "Traceback" not in done.stderr, done.stderr
+        assert "package.toml: package.fixtures[0]: " in lines[1] and "tests/data/none.bin does not exist" in lines[1]
+        assert 'builds.toml: check[' in lines[0] and '.name: "evil\\nrelease-cpu  pass" is not a name' in lines[0]
+    assert not (tinyinfer.root / "ran").exists() and not tinyinfer.home.exists()
+
+
+def _status_rows(project: Project) -> dict[str, dict[str, Any]]:
+    import json
+
+    done = project.relgate("status", "--json", timeout=120)
+    assert done.returncode == 0, done.stderr
+    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
+
+
+def test_a_make_project_without_builds_toml_says_what_it_skipped(tinyinfer: Project) -> None:
+    (tinyinfer.manifests / "builds.toml").unlink()
+    done = tinyinfer.relgate("host", timeout=300)
+    assert "Traceback" not in done.stderr
+    rows = _status_rows(tinyinfer)
+    assert rows["host-checks"]["verdict"] == "not-run", rows
+    assert rows["host-checks"]["reason"].startswith("no builds.toml in "), rows["host-checks"]
+    assert "host-checks" in done.stdout and "no builds.toml" in done.stdout
+    strict = tinyinfer.relgate("host", "--require-all", timeout=300)
+    assert strict.returncode == 1, strict.stdout  # a skipped manifest is never a green --require-all
+
+
+def test_a_cargo_project_without_a_lanes_file_has_no_census_and_says_so(scankern: Project) -> None:
+    project_toml = scankern.manifests / "project.toml"
+    project_toml.write_text("\n".join(line for line in project_toml.read_text().splitlines()
+                                      if not line.startswith("lanes")) + "\n")
+    (scankern.manifests / "builds.toml").write_text('[[check]]\nname = "quick"\nrun = ["true"]\n')
+    for optional in ("checklist.toml", "measurements.toml"):  # they name lane targets
+        (scankern.manifests / optional).unlink()
+    done = scankern.relgate("host", timeout=300)
+    assert "Traceback" not in done.stderr, done.stderr
+    rows = _status_rows(scankern)
+    census = rows["lane-census"]
+    assert census["verdict"] == "not-run" and census["reason"].startswith("no lanes file"), census
+    assert rows["quick"]["verdict"] == "pass"
+    assert "host-checks" not in rows  # a builds.toml is there
+    check = scankern.relgate("check", timeout=120)
+    assert check.returncode == 0, check.stderr
+    assert any("lane-census" in line and "not run: no lanes file" in line for line in check.stdout.splitlines()), \
+        check.stdout
+
+
+def test_checklist_item_ids_go_through_the_name_rule(tmp_path: Path) -> None:
+    from relgate.manifest.checklist import parse_checklist
+
+    data = {"release": {"version": "1.0.0", "boards": ["host:local"]},
+            "item": [{"id": "a" * 201, "title": "t", "manual": True}, {"id": "x..y", "title": "t", "manual": True}]}
+    with pytest.raises(ManifestError) as info:
+        parse_checklist(data, path=tmp_path / "checklist.toml")
+    shown = display_path(tmp_path / "checklist.toml")
+    assert [line.split(" is not a name: ")[1] for line in info.value.lines()] == [
+        "201 characters long (200 at most)", 'it holds ".."']
+    assert all(line.startswith(f"{shown}: item[") for line in info.value.lines())
+
+
+def test_the_seconds_rule_exports_as_json_schema_and_agrees_with_the_checker(tmp_path: Path) -> None:
+    import jsonschema
+
+    from relgate.manifest.schema import Checker, seconds_json_schema
+
+    for zero in (False, True):
+        schema = seconds_json_schema(zero=zero)
+        for value in (0, 0.5, 600, 2592000, 2592001, -1, 1e300):
+            c = Checker(tmp_path / "x.toml")
+            accepted = c.seconds({"t": value}, "", "t", zero=zero) is not None
+            try:
+                jsonschema.validate(value, schema)
+                valid = True
+            except jsonschema.ValidationError:
+                valid = False
+            assert accepted == valid, (zero, value, c.problems)

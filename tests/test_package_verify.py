@@ -125,7 +125,16 @@ HOSTILE_DIST = {
     "dotdot": "add('tinyinfer-0.3.0/' + '../' * 30 + OUTSIDE.lstrip('/') + '/dotdot.txt')",
     "absolute": "add(OUTSIDE + '/absolute.txt')",
     "symlink-out": "link('tinyinfer-0.3.0/escape', OUTSIDE); add('tinyinfer-0.3.0/escape/through.txt')",
+    # 64 MiB of zeros in ~64 KiB: past the default max_ratio = 100 (issue 23)
+    "bomb": "zeros = tarfile.TarInfo('tinyinfer-0.3.0/zeros.bin'); zeros.size = 64 << 20; "
+            "tar.addfile(zeros, io.BytesIO(bytes(64 << 20)))",
+    # 5 MiB that do not compress, past package.max_unpacked_bytes = 4 MiB (PACKAGE_EXTRA)
+    "big": "big = tarfile.TarInfo('tinyinfer-0.3.0/random.bin'); big.size = 5 << 20; "
+           "tar.addfile(big, io.BytesIO(os.urandom(5 << 20)))",
+    "setuid": "x = tarfile.TarInfo('tinyinfer-0.3.0/suid'); x.size = 4; x.mode = 0o4755; "
+              "tar.addfile(x, io.BytesIO(b'evil'))",
 }
+PACKAGE_EXTRA = {"big": "max_unpacked_bytes = 4194304"}
 DIST_SCRIPT = """\
 import io, os, sys, tarfile
 OUTSIDE = sys.argv[1]
@@ -155,20 +164,24 @@ def test_a_hostile_dist_tarball_is_refused_and_nothing_lands_outside(tinyinfer: 
         dist_glob = "dist/*.tar.gz"
         build_command = "true"
         test_command = "true"
+        {PACKAGE_EXTRA.get(kind, '')}
         """)
     done = nox(tinyinfer, "package_verify", env=base_env())
     assert_clean_output(done)
     got = rows(tinyinfer, "package_verify")
     assert list(outside.iterdir()) == []  # nothing landed outside the extraction folder
-    if kind == "benign":
+    if kind in ("benign", "setuid"):
         assert done.returncode == 0, done.stdout
         assert got["extract"]["verdict"] == "pass"
+        stripped = "tinyinfer-0.3.0.tar.gz: member 'tinyinfer-0.3.0/suid': setuid bit stripped"
+        assert (stripped in log_of(tinyinfer, got["extract"])) == (kind == "setuid")
         return
     assert done.returncode == 1
     reason = got["extract"]["reason"]
     assert got["extract"]["verdict"] == "fail" and "tinyinfer-0.3.0.tar.gz: member '" in reason, reason
     assert {"dotdot": "'..' in the path", "absolute": "absolute path",
-            "symlink-out": "symlink to"}[kind] in reason
+            "symlink-out": "symlink to", "bomb": "past max_ratio = 100 times its size",
+            "big": "unpacks to more than max_unpacked_bytes = 4194304"}[kind] in reason
     assert reason in done.stdout
     for later in ("inspect", "offline-build", "offline-tests"):
         assert got[later]["verdict"] == "not-run" and got[later]["reason"].startswith("needs ")

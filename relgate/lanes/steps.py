@@ -55,14 +55,16 @@ def census_step(project: ProjectSpec, lanes: LanesSpec, *, lane: str = "host") -
                        action=lambda write: census_lines(project, lanes, write), action_name="relgate census")
 
 
-def not_run_step(name: str, reason: str, *, project: ProjectSpec, lane: str) -> PlannedStep:
+def not_run_step(name: str, reason: str, *, project: ProjectSpec, lane: str,
+                 action_name: str | None = None) -> PlannedStep:
     """A step that records ``not-run: reason`` (so ``--require-all`` fails it)."""
 
     def action(write: Callable[[str], None]) -> int:
+        write(f"not run: {reason}")
         raise StepNotRun(reason)
 
     return PlannedStep(name=name, commands=(), cwd=project.root, lane=lane, action=action,
-                       action_name=f"select the {lane} targets")
+                       action_name=action_name or f"select the {lane} targets")
 
 
 def lane_steps(project: ProjectSpec, lanes: LanesSpec, lane: str, *, names: Sequence[str] = (),

@@ -423,6 +423,9 @@ class Ledger:
             if not db.exists():
                 _create(db)
             _check_header(db)
+            before = _file_state(db)
+            if before is None or before != _verified(home):
+                _check_schema(db)  # a healthy SQLite file is not yet a relgate ledger: read it, write nothing
             conn = _connect(db)
             state = _file_state(db)  # as the connection found it (journal_mode=WAL may have written)
         except sqlite3.DatabaseError as exc:
@@ -939,18 +942,22 @@ def _file_state(db: Path) -> list[int] | None:
     return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
 
+#: Ends a stamp written after the schema check too (issue 23): an older stamp is checked again.
+_STAMP_TAG = "schema-checked"
+
+
 def _verified(home: Path) -> list[int] | None:
     try:
         data = json.loads((home / _VERIFIED).read_text())
     except (OSError, ValueError):
         return None
-    return data if isinstance(data, list) else None
+    return data[:-1] if isinstance(data, list) and data[-1:] == [_STAMP_TAG] else None
 
 
 def _stamp(home: Path, state: list[int]) -> None:
     tmp = home / f".{_VERIFIED}.{_token()}.tmp"
     try:
-        tmp.write_text(json.dumps(state))
+        tmp.write_text(json.dumps([*state, _STAMP_TAG]))
         os.replace(tmp, home / _VERIFIED)
     except OSError:  # a read-only home: the next open checks again
         tmp.unlink(missing_ok=True)
@@ -963,6 +970,64 @@ def _check_header(db: Path) -> None:
         raise _unhealthy(db, "the file is empty (0 bytes)")
     if head != _HEADER:
         raise _unhealthy(db, "the file does not start with the SQLite header")
+
+
+def _expected_schema(version: int) -> dict[str, set[str]]:
+    """table → columns of a ledger at schema ``version``, as its migrations make it."""
+    cached = _EXPECTED.get(version)
+    if cached is None:
+        conn = sqlite3.connect(":memory:")
+        try:
+            for step in range(1, version + 1):
+                _apply(conn, step)
+            cached = _EXPECTED[version] = _schema_of(conn)
+        finally:
+            conn.close()
+    return cached
+
+
+_EXPECTED: dict[int, dict[str, set[str]]] = {}
+
+
+def _schema_of(conn: sqlite3.Connection) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for table, column in conn.execute("SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) "
+                                      "AS p WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'"):
+        found.setdefault(table, set()).add(column)
+    return found
+
+
+def _check_schema(db: Path) -> None:
+    """The file is a relgate ledger: a schema version relgate wrote, and every table and column
+    that version has. Anything else is refused before anything (even ``journal_mode=WAL``, which
+    rewrites the header) is written into it: this reads through a connection of its own."""
+    conn = sqlite3.connect(db, timeout=30, isolation_level=None)
+    try:
+        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
+        found = _schema_of(conn)
+    finally:
+        conn.close()
+    if version <= 0:  # relgate links a complete ledger into place: a version-0 file is never its own
+        held = f"it holds tables relgate never made: {', '.join(sorted(found)[:5])}" if found else "it has no tables"
+        raise _foreign(db, f"schema version {version}, {held}")
+    if version > SCHEMA_VERSION:
+        return  # _migrate says: upgrade relgate
+    expected = _expected_schema(version)
+    missing = sorted(set(expected) - set(found))
+    if missing:
+        raise _foreign(db, f"schema version {version} but the table{'s' if len(missing) > 1 else ''} "
+                           f"{', '.join(missing)} {'are' if len(missing) > 1 else 'is'} missing")
+    for table in sorted(expected):
+        lacking = sorted(expected[table] - found[table])
+        if lacking:
+            raise _foreign(db, f"schema version {version} but table {table} lacks the column"
+                               f"{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}")
+
+
+def _foreign(db: Path, why: str) -> InputError:
+    return InputError(f"{db}: an SQLite file but not a relgate ledger ({why}); relgate writes nothing into it. "
+                      f"Move it aside (mv {db} {db}.foreign, and any {db.name}-wal and -shm with it) and run again "
+                      "to start a fresh ledger")
 
 
 def _unhealthy(db: Path, why: str) -> InputError:

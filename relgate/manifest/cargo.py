@@ -121,6 +121,8 @@ def _declared_target(checker: Checker, root: Path, table: str, kind: str, index:
                      entry: Mapping[str, Any], package_name: str | None) -> Target:
     prefix = f"{table}[{index}]"
     name = checker.get(entry, prefix, "name", str) or None  # "" counts as no name
+    if name is not None and not checker.name_ok(f"{prefix}.name", name):
+        name = None
     path = checker.get(entry, prefix, "path", str)
     if path is not None:
         path = _normal(path) if path.strip() else None  # "" counts as no path

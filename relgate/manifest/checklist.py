@@ -170,6 +170,8 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
         item_id = c.get(t, prefix, "id", str, "")
         if item_id and not _ID.match(item_id):
             c.problem(f"{prefix}.id", f'"{item_id}" is not an id (lower case, digits, - _ .)')
+        elif item_id:
+            c.name_ok(f"{prefix}.id", item_id)  # the one name rule (length, "..")
         if item_id in seen:
             c.problem(f"{prefix}.id", f'duplicate id "{item_id}"')
         seen.add(item_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from relgate.manifest.fields import (FileSpec, Key, Rule, above, at_least, key, nonblank, one_of_keys, pattern,
                                      text_rule)
+from relgate.manifest.schema import MAX_SECONDS, NAME
 
 __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", "BUILTIN_LANES", "LANE_MODES",
            "FORMATS", "DIRECTIONS", "AUTO_KINDS", "KNOWN_BACKENDS", "TRANSFERS", "ENV_NAME", "FILES", "file_spec", "OPTION_KEYS", "OUTPUT_KEYS",
@@ -35,7 +36,12 @@ TRANSFERS = ("sftp", "exec")  # host.transfer: how files reach and leave an ssh 
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
 _ENV_RULE = pattern(ENV_NAME, "an environment variable name")
-_SECONDS = (above(0), text_rule("finite (nan and inf are refused)"))
+_SECONDS = (above(0), Rule(kind="maximum", value=MAX_SECONDS, text="at most 30 days"),
+            text_rule("finite (nan and inf are refused)"))
+_NAME_TEXT = f"at most {NAME.max_length} characters, no control or bidi characters, no / and no .."
+#: every name a manifest declares (Checker.name_ok, the keys of Checker.tables): one rule
+_NAME = pattern(NAME.pattern, "a name: " + _NAME_TEXT)
+_NAMES = Rule(kind="propertyNames", value=NAME.pattern, text="names: " + _NAME_TEXT)
 
 
 def _env(doc: str = "environment variables for the command (table of strings)") -> Key:
@@ -46,7 +52,7 @@ def _env(doc: str = "environment variables for the command (table of strings)") 
 
 def _seconds(name: str, doc: str, *, finite: bool = False, **kw: object) -> Key:
     """Seconds, more than 0; ``finite``: the validator also refuses nan and inf (Checker.seconds)."""
-    return key(name, "number", doc, rules=_SECONDS if finite else _SECONDS[:1], **kw)
+    return key(name, "number", doc, rules=_SECONDS if finite else _SECONDS[:2], **kw)
 
 
 def _reason(name: str, doc: str, **kw: object) -> Key:
@@ -60,7 +66,7 @@ PROJECT = FileSpec(
     doc="The project under qualification. Paths are relative to this file's folder.",
     fields=(key("project", "table", "the project", required=True, fields=(
         key("name", "string", "the project's name; every ledger row carries it", required=True,
-            rules=(nonblank(),), example="myengine"),
+            rules=(nonblank(), _NAME), example="myengine"),
         key("root", "string", "the project root, relative to this file's folder", required=True,
             rules=(nonblank(), text_rule("an existing folder")), example="../../myengine"),
         key("kind", "string", "how the project builds", required=True, choices=PROJECT_KINDS, example="make"),
@@ -139,7 +145,7 @@ _MATRIX = key("NAME", "table", "features × (alone + with each of plus): one bui
     key("plus", "strings", "features added to each set in turn", default=[], example=["qualification"]),
     *_options("deny")))
 _CHECK = key("check", "array", "the host checks, in order", fields=(
-    key("name", "string", "the check's name (unique)", required=True, rules=(nonblank(),), example="unit-tests"),
+    key("name", "string", "the check's name (unique)", required=True, rules=(nonblank(), _NAME), example="unit-tests"),
     key("run", "command", "a command", example="make test"),
     _SHELL,
     key("release", "string", "run this release target", rules=(text_rule("a declared release.NAME"),)),
@@ -155,8 +161,8 @@ BUILDS = FileSpec(
     doc="Release targets, feature matrices and the host checks `nox -s host` runs, in order.",
     fields=(
         _CHECK,
-        key("release", "map", "release targets by name", values=_RELEASE),
-        key("matrix", "map", "feature matrices by name", values=_MATRIX),
+        key("release", "map", "release targets by name", values=_RELEASE, rules=(_NAMES,)),
+        key("matrix", "map", "feature matrices by name", values=_MATRIX, rules=(_NAMES,)),
         key("host", "table", "settings of nox -s host", fields=(
             key("diff_base", "string", "git diff --check against this ref", default="HEAD", example="v1.3.0"),)),
     ),
@@ -196,10 +202,10 @@ LANES = FileSpec(
     doc="Which target runs in which lane, per-target options, project-defined lanes, fan-out and multi-host "
         "steps.",
     fields=(
-        key("lanes", "map", "target name → lane (a built-in lane or a [lane.NAME])",
+        key("lanes", "map", "target name → lane (a built-in lane or a [lane.NAME])", rules=(_NAMES,),
             values=key("NAME", "string", f"the lane: {', '.join(BUILTIN_LANES)}, or a project-defined lane",
                        rules=(text_rule("a known lane"),)), example={"scan_parity": "gate"}),
-        key("target", "map", "per-target options; make and python projects declare their targets here",
+        key("target", "map", "per-target options; make and python projects declare their targets here", rules=(_NAMES,),
             values=key("NAME", "table", "one target", fields=(
                 key("path", "string", "the target's source file, relative to the project root",
                     example="tests/test_kernels.c"),
@@ -215,7 +221,7 @@ LANES = FileSpec(
                 key("evidence", "boolean", "a run that brings back no evidence is an error", default=False),
                 _reason("skip", "recorded as skip, with this reason"),
             ))),
-        key("lane", "map", "project-defined lanes", values=key("NAME", "table", "one lane", fields=(
+        key("lane", "map", "project-defined lanes", rules=(_NAMES,), values=key("NAME", "table", "one lane", fields=(
             key("description", "string", "what the lane runs", required=True),
             key("mode", "string", "how its targets run", choices=LANE_MODES, default="all"),
         ), rules=(text_rule("not a built-in lane's name"),))),
@@ -223,10 +229,10 @@ LANES = FileSpec(
             key("every_host", "strings", "these lanes", default=[], example=["gate"]),
             key("workers", "integer", "hosts at once", default=8, rules=(at_least(1),)),
         )),
-        key("multihost", "map", "steps whose roles run on distinct hosts", values=key("NAME", "table",
+        key("multihost", "map", "steps whose roles run on distinct hosts", rules=(_NAMES,), values=key("NAME", "table",
             "one multi-host step", fields=(
                 key("lane", "string", "runs with this lane", required=True),
-                key("role", "map", "the roles (a leader and at least one worker)", required=True, values=_ROLE),
+                key("role", "map", "the roles (a leader and at least one worker)", rules=(_NAMES,), required=True, values=_ROLE),
                 _seconds("timeout", "seconds, for the leader"),
                 _seconds("worker_grace", "seconds the workers get to end after the leader", default=30.0),
             ))),
@@ -270,6 +276,12 @@ PACKAGE = FileSpec(
             key("warnings", "string", "compile steps in the extracted tree", choices=WARNING_POLICIES,
                 default="deny"),
             _seconds("timeout", "seconds, each step"),
+            key("max_unpacked_bytes", "integer", "extraction: member bytes in all, counted as written",
+                default=512 << 20, rules=(at_least(1), Rule(kind="maximum", value=1 << 50, text="at most 2**50"))),
+            key("max_members", "integer", "extraction: members in one archive", default=100_000,
+                rules=(at_least(1), Rule(kind="maximum", value=100_000_000, text="at most 100,000,000"))),
+            key("max_ratio", "number", "extraction: unpacked bytes per archive byte (judged past 1 MiB unpacked)",
+                default=100.0, rules=(above(1), Rule(kind="maximum", value=1_000_000, text="at most 1,000,000"))),
         ), rules=(text_rule("dist, dist_glob, build_command: make only; extras: python only"),)),
         key("publish", "table", "the publish rehearsal", fields=(
             key("registry", "string", "cargo: the registry of cargo publish --dry-run",
@@ -331,7 +343,7 @@ MEASUREMENTS = FileSpec(
     doc="What a bench target measures, the metadata every row carries, the policy that compares the previous "
         "release with the candidate, and quality bands.",
     fields=(
-        key("measure", "map", "speed measures by name", values=key("NAME", "table", "one measure", fields=(
+        key("measure", "map", "speed measures by name", rules=(_NAMES,), values=key("NAME", "table", "one measure", fields=(
             *_source(),
             key("metadata", "strings", "fields required in every row", required=True,
                 example=["board", "commit", "source_hash"]),
@@ -353,7 +365,7 @@ MEASUREMENTS = FileSpec(
             key("max_batches", "integer", "batches pooled before a row that still straddles a threshold is "
                 "undecided", default=4, rules=(at_least(1),)),
         ), rules=(one_of_keys("file_env", "output"),))),
-        key("quality", "map", "quality bands by name", values=key("NAME", "table", "one scorer", fields=(
+        key("quality", "map", "quality bands by name", rules=(_NAMES,), values=key("NAME", "table", "one scorer", fields=(
             *_source(),
             key("metadata", "strings", "fields required in every row", default=[]),
             key("bands", "map", "metric → band", required=True, values=key(
@@ -432,7 +444,8 @@ HOST = FileSpec(
     name="host", path="hosts/NAME.toml",
     doc="One machine: the local host or an SSH host. Paths are relative to this file's folder.",
     fields=(key("host", "table", "the host", required=True, fields=(
-        key("name", "string", "the host's name (unique)", default_text="the file's name", rules=(nonblank(),)),
+        key("name", "string", "the host's name (unique)", default_text="the file's name",
+            rules=(nonblank(), _NAME)),
         key("kind", "string", "where commands run", choices=HOST_KINDS, default="local"),
         key("address", "string", "ssh: the address (required)", example="10.0.0.7"),
         key("port", "integer", "ssh: the port", default=22, rules=_PORT_RULES),
@@ -453,7 +466,7 @@ HOST = FileSpec(
         _seconds("keepalive", "seconds between SSH keepalives", default=15.0),
         _env("for every command and probe there"),
         key("lock_wait", "number", "wait this long for another run's lock, then refuse", default=0.0,
-            rules=(at_least(0),)),
+            rules=(at_least(0), Rule(kind="maximum", value=MAX_SECONDS, text="at most 30 days"))),
         _reason("allow_busy_gpu", "start although another user's process holds GPU memory"),
         key("transfer", "string", "ssh: how files reach and leave the host (exec: over the exec channel, "
             "for an sshd without the sftp subsystem)", choices=TRANSFERS, default="sftp"),

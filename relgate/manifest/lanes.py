@@ -96,7 +96,7 @@ def read_lanes_file(path: Path) -> LanesFile:
             continue
         try:
             row = tomllib.loads(line)  # one `key = "value"` row stands alone
-        except tomllib.TOMLDecodeError:
+        except (tomllib.TOMLDecodeError, RecursionError):
             continue  # part of a multi-line value: the whole-file parse below judges it
         if len(row) != 1:
             continue
@@ -104,7 +104,7 @@ def read_lanes_file(path: Path) -> LanesFile:
         if key in seen:
             lines[index] = "#" + line  # let tomllib read the rest; same lines and columns
         seen.add(key)
-        if checker.get(row, "lanes", key, str) is not None:
+        if checker.get(row, "lanes", key, str) is not None and checker.name_ok(checker.key("lanes", key), key):
             rows.append(LaneRow(target=key, lane=value, line=index + 1))
     data = loads_toml("\n".join(lines), shown)
     if "lanes" not in data:
@@ -117,7 +117,7 @@ def read_lanes_file(path: Path) -> LanesFile:
             if key in seen:
                 continue
             # a row the line scan could not read alone (a multi-line value, a dotted key)
-            if checker.get(table, "lanes", key, str) is not None:
+            if checker.get(table, "lanes", key, str) is not None and checker.name_ok(checker.key("lanes", key), key):
                 rows.append(LaneRow(target=key, lane=value, line=_line_of(lines, key)))
     checker.raise_if_problems()
     rows.sort(key=lambda row: row.line)
@@ -245,7 +245,7 @@ def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
     if skip is not None and not skip.strip():
         c.problem(f"{prefix}.skip", "needs a reason (a non-empty string)")
     return TargetOptions(
-        path=c.get(t, prefix, "path", str), command=command,
+        path=c.relative_path(t, prefix, "path", "the project root"), command=command,
         requires=tuple(c.string_list(t, prefix, "requires")), features=tuple(c.string_list(t, prefix, "features")),
         timeout=float(timeout) if timeout else None, args=tuple(c.string_list(t, prefix, "args")),
         env=c.string_map(t, prefix, "env"), evidence=bool(c.get(t, prefix, "evidence", bool, False)), skip=skip,
@@ -403,13 +403,7 @@ class MultiHostSpec:
 
 
 def _positive(c: Checker, t: Mapping[str, Any], prefix: str, key: str, default: float | None) -> float | None:
-    value = c.get(t, prefix, key, (int, float))
-    if value is None:
-        return default
-    if value <= 0:
-        c.problem(f"{prefix}.{key}", "must be a positive number of seconds")
-        return default
-    return float(value)
+    return c.seconds(t, prefix, key, default)
 
 
 def _port(c: Checker, t: Mapping[str, Any], prefix: str, key: str) -> int | None:

@@ -17,6 +17,9 @@ is pure; ``load_package_manifest`` reads the file and checks the lock it names.
     extras = ["test"]                  # python: installed with the wheel, resolved for the lock
     warnings = "deny"                  # compile steps in the extracted tree: warning-free
     timeout = 1800                     # seconds, each step
+    max_unpacked_bytes = 536870912     # extraction limits of every archive (these are the defaults)
+    max_members = 100000
+    max_ratio = 100                    # unpacked bytes per byte of the archive
 
     [publish]
     registry = "local"                 # cargo: the registry of cargo publish --dry-run
@@ -31,6 +34,7 @@ Credentials never go here: they come from the environment.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import field
@@ -44,8 +48,8 @@ from relgate.manifest.keys import PACKAGE, WARNING_POLICIES
 from relgate.manifest.schema import Checker, display_path, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec, _command
 
-__all__ = ["PACKAGE_FILE", "LockEntry", "PackageManifest", "PackageSpec", "PublishSpec", "load_package_manifest",
-           "parse_package", "read_lock"]
+__all__ = ["PACKAGE_FILE", "ArchiveLimits", "DEFAULT_LIMITS", "LockEntry", "PackageManifest", "PackageSpec",
+           "PublishSpec", "load_package_manifest", "parse_package", "read_lock"]
 
 PACKAGE_FILE = "package.toml"
 _PACKAGE_KEYS = PACKAGE.top("package").names()
@@ -70,6 +74,26 @@ _REGISTRY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 @record
+class ArchiveLimits:
+    """How far an archive may expand when relgate extracts it (``[package]`` overrides each).
+
+    Checked while streaming, on the bytes really written (a declared size can lie), never
+    after the fact: past any of them the archive is refused, naming the member and the numbers.
+    """
+
+    max_unpacked_bytes: int = 512 << 20  # 512 MiB of member data in all
+    max_members: int = 100_000
+    max_ratio: float = 100.0  # unpacked bytes per byte of the archive file, once past ratio_floor
+    #: Below this many unpacked bytes the ratio is not judged: a tiny archive cannot be a bomb.
+    ratio_floor: int = 1 << 20
+
+
+DEFAULT_LIMITS = ArchiveLimits()
+#: Upper bounds of the manifest keys: past them a limit no longer limits anything.
+_LIMIT_BOUNDS = {"max_unpacked_bytes": 1 << 50, "max_members": 100_000_000, "max_ratio": 1_000_000}
+
+
+@record
 class PackageSpec:
     forbid: tuple[str, ...] = ()  # globs, on top of the defaults
     allow: tuple[str, ...] = ()  # globs exempt from the defaults
@@ -81,6 +105,7 @@ class PackageSpec:
     extras: tuple[str, ...] = ()  # python: extras installed with the wheel (and resolved for the lock)
     warnings: str = "deny"  # compile steps in the extracted tree
     timeout: float | None = None  # seconds, each step
+    limits: ArchiveLimits = field(default_factory=ArchiveLimits)  # extraction limits of every archive
 
 
 @record
@@ -132,11 +157,26 @@ def _globs(c: Checker, table: Mapping[str, Any], prefix: str, key: str) -> tuple
 
 
 def _timeout(c: Checker, table: Mapping[str, Any], prefix: str) -> float | None:
-    value = c.get(table, prefix, "timeout", (int, float))
-    if value is not None and value <= 0:
-        c.problem(f"{prefix}.timeout", "must be a positive number of seconds")
-        return None
-    return float(value) if value is not None else None
+    return c.seconds(table, prefix, "timeout")
+
+
+def _limits(c: Checker, table: Mapping[str, Any]) -> ArchiveLimits:
+    """``max_unpacked_bytes``, ``max_members`` (positive integers) and ``max_ratio`` (a finite
+    number above 1), each within its bound; a bad one is reported and its default kept."""
+    values: dict[str, Any] = {}
+    for key, kind in (("max_unpacked_bytes", int), ("max_members", int), ("max_ratio", (int, float))):
+        value = c.get(table, "package", key, kind)
+        if value is None:
+            continue
+        if not math.isfinite(value) or value < 1 or (key == "max_ratio" and value <= 1):
+            c.problem(f"package.{key}", f"{value} is not a limit: "
+                      + ("a number above 1 (unpacked bytes per archive byte)" if key == "max_ratio"
+                         else "a positive integer"))
+        elif value > _LIMIT_BOUNDS[key]:
+            c.problem(f"package.{key}", f"{value} is past {_LIMIT_BOUNDS[key]}: it would limit nothing")
+        else:
+            values[key] = float(value) if key == "max_ratio" else value
+    return ArchiveLimits(**values)
 
 
 def _url(c: Checker, table: Mapping[str, Any], key: str) -> str | None:
@@ -189,7 +229,7 @@ def parse_package(data: Mapping[str, Any], *, path: Path, kind: str) -> PackageM
         dist=dist, dist_glob=dist_glob, build_command=_command(c, pkg, "package", "build_command", shell),
         test_command=_command(c, pkg, "package", "test_command", shell), extras=extras,
         warnings=c.choice(pkg, "package", "warnings", WARNING_POLICIES, default="deny") or "deny",
-        timeout=_timeout(c, pkg, "package"),
+        timeout=_timeout(c, pkg, "package"), limits=_limits(c, pkg),
     )
 
     registry = c.get(pub, "publish", "registry", str)
@@ -221,12 +261,24 @@ def load_package_manifest(manifests_dir: Path, project: ProjectSpec) -> PackageM
     if not path.exists():
         return PackageManifest(source=path)
     manifest = parse_package(read_toml(path), path=path, kind=project.kind)
+    missing = [f"{display_path(path)}: package.fixtures[{i}]: " + (
+        f'"{fixture}" matches no file under {project.root}' if any(ch in fixture for ch in "*?[")
+        else f"{project.root / fixture} does not exist") + " (every package must hold it)"
+        for i, fixture in enumerate(manifest.package.fixtures) if not _present(project.root, fixture)]
+    if missing:  # found by `relgate check` and every stage's load, not when a package lacks it
+        raise ManifestError(missing)
     lock = manifest.publish.lock
     if lock is not None:
         if not (project.root / lock).is_file():
             raise ManifestError([f"{display_path(path)}: publish.lock: {project.root / lock} does not exist"])
         read_lock((project.root / lock).read_bytes(), shown=display_path(project.root / lock))
     return manifest
+
+
+def _present(root: Path, fixture: str) -> bool:
+    if any(ch in fixture for ch in "*?["):
+        return next(iter(Path(root).glob(fixture)), None) is not None
+    return (Path(root) / fixture).exists()
 
 
 # --- lock files (python) ------------------------------------------------------------------------

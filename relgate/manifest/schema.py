@@ -18,13 +18,15 @@ from pathlib import Path
 from typing import Any
 
 from relgate.core.errors import InputError, ManifestError
+from relgate.core.record import record
 
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on 3.10 only
     import tomli as tomllib
 
-__all__ = ["read_text", "loads_toml", "read_toml", "Checker", "display_path", "did_you_mean"]
+__all__ = ["read_text", "loads_toml", "read_toml", "Checker", "display_path", "did_you_mean", "NameRule", "NAME",
+           "MAX_SECONDS", "seconds_json_schema", "printable"]
 
 _TOML_POS = re.compile(r"\(at line (\d+), column (\d+)\)")
 _TOML_END = "(at end of document)"
@@ -58,9 +60,13 @@ def read_text(path: Path, shown: str | None = None) -> str:
 
 
 def loads_toml(text: str, shown: str) -> dict[str, Any]:
-    """tomllib, with a syntax error worded ``file:LINE:COL: TOML syntax error: …``."""
+    """tomllib, with a syntax error worded ``file:LINE:COL: TOML syntax error: …`` (and a value
+    nested deeper than the parser's recursion can go one line naming the file, not a traceback)."""
     try:
         return tomllib.loads(text)
+    except RecursionError:
+        raise InputError(f"{shown}: a value is nested too deeply to read (arrays or inline tables inside each "
+                         "other hundreds of levels deep)") from None
     except tomllib.TOMLDecodeError as exc:
         msg = str(exc)
         pos = _TOML_POS.search(msg)
@@ -91,6 +97,69 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f' — did you mean "{close[0]}"?' if close else ""
 
 
+def printable(text: str) -> str:
+    """``text`` safe on one console line: control, bidi and other unprintable characters escaped."""
+    if text.isprintable():
+        return text
+    return "".join(ch if ch.isprintable() else ch.encode("unicode_escape").decode("ascii") for ch in text)
+
+
+@record
+class NameRule:
+    """What every name a manifest declares must be — a target, lane, build, check, host, item,
+    measure, role, board …: one rule, applied by :class:`Checker` (:meth:`Checker.name`, the keys
+    of :meth:`Checker.tables`), and exportable as a JSON Schema string (:meth:`json_schema`).
+
+    ``forbidden`` holds regex character-class bodies written with escapes only, so the same
+    text is a Python and an ECMA-262 (JSON Schema) pattern."""
+
+    max_length: int = 200
+    forbidden: tuple[tuple[str, str], ...] = (
+        (r"\x00", "a NUL byte"),
+        (r"\n\r\x85\u2028\u2029", "a line break"),
+        (r"\x01-\x09\x0b\x0c\x0e-\x1f\x7f-\x84\x86-\x9f", "a control character"),
+        (r"\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069",
+         "a bidirectional-text control (it reorders what a reader sees)"),
+        (r"/", '"/" (a name is never a path)'),
+    )
+    no_dotdot: bool = True  # ".." anywhere in it
+
+    @property
+    def pattern(self) -> str:
+        body = "".join(chars for chars, _ in self.forbidden)
+        return ("^(?!.*\\.\\.)" if self.no_dotdot else "^") + f"[^{body}]{{1,{self.max_length}}}$"
+
+    def json_schema(self) -> dict[str, Any]:
+        return {"type": "string", "minLength": 1, "maxLength": self.max_length, "pattern": self.pattern}
+
+    def problem(self, name: str) -> str | None:
+        """Why ``name`` is not a name (one clause), or None when it is one."""
+        if not name:
+            return "must not be empty"
+        for chars, what in self.forbidden:
+            found = re.search(f"[{chars}]", name)
+            if found:
+                return f"is not a name: it holds {what} (character {found.start() + 1}: {printable(found.group())})"
+        if self.no_dotdot and ".." in name:
+            return 'is not a name: it holds ".."'
+        if len(name) > self.max_length:
+            return f"is not a name: {len(name)} characters long ({self.max_length} at most)"
+        return None
+
+
+NAME = NameRule()
+assert re.compile(NAME.pattern)  # the exported pattern is a valid regex here too
+
+#: The longest a timeout, wait or interval may be (30 days): past it a number is a typo, not a limit.
+MAX_SECONDS = 30 * 24 * 3600
+
+
+def seconds_json_schema(*, zero: bool = False) -> dict[str, Any]:
+    """What :meth:`Checker.seconds` accepts, as a JSON Schema (finite is JSON's own rule)."""
+    low = {"minimum": 0} if zero else {"exclusiveMinimum": 0}
+    return {"type": "number", **low, "maximum": MAX_SECONDS}
+
+
 _TYPE_NAMES = {str: "a string", bool: "true or false", int: "an integer", float: "a number",
                list: "an array", dict: "a table"}
 
@@ -106,7 +175,7 @@ class Checker:
     # -- reporting -------------------------------------------------------------
     def problem(self, key: str, message: str) -> None:
         where = f"{self.shown}: {key}: " if key else f"{self.shown}: "
-        self.problems.append(where + message)
+        self.problems.append(printable(where + message))  # one line, whatever a key or value holds
 
     def raise_if_problems(self) -> None:
         if self.problems:
@@ -148,18 +217,71 @@ class Checker:
             return default
         return value
 
-    def seconds(self, table: Mapping[str, Any], prefix: str, key: str) -> float | None:
-        """A positive, finite number of seconds (``nan`` and ``inf`` are no timeout)."""
+    def seconds(self, table: Mapping[str, Any], prefix: str, key: str, default: float | None = None, *,
+                zero: bool = False) -> float | None:
+        """A positive (or, with ``zero``, non-negative), finite number of seconds up to
+        :data:`MAX_SECONDS` (``nan`` and ``inf`` are no timeout); else ``default``, problem noted."""
         value = self.get(table, prefix, key, (int, float))
         if value is None:
-            return None
+            return default
         if not math.isfinite(value):
             self.problem(_join(prefix, key), f"must be a finite number of seconds, got {value}")
-            return None
-        if value <= 0:
-            self.problem(_join(prefix, key), "must be a positive number of seconds")
-            return None
+            return default
+        if value < 0 or (value == 0 and not zero):
+            self.problem(_join(prefix, key), "must be a positive number of seconds" + (" (or 0)" if zero else ""))
+            return default
+        if value > MAX_SECONDS:
+            self.problem(_join(prefix, key), f"{value:g} seconds is past {MAX_SECONDS} (30 days): not a timeout")
+            return default
         return float(value)
+
+    # -- names and paths -----------------------------------------------------------------
+    @staticmethod
+    def key(prefix: str, key: str) -> str:
+        """The dotted key ``prefix.key`` as messages write it (odd keys quoted and escaped)."""
+        return _join(prefix, key)
+
+    def name_ok(self, where: str, name: str, rule: NameRule = NAME) -> bool:
+        """Whether ``name`` (declared at dotted key ``where``) passes ``rule``; if not, noted."""
+        why = rule.problem(name)
+        if why is None:
+            return True
+        shown = printable(name if len(name) <= 60 else name[:60] + "…")
+        self.problem(where, f'"{shown}" {why}' if name else why)
+        return False
+
+    def name(self, table: Mapping[str, Any], prefix: str, key: str, default: Any = None) -> Any:
+        """A string that is a name (:data:`NAME`); else ``default``, problem noted."""
+        value = self.get(table, prefix, key, str)
+        if value is None:
+            return default
+        return value if self.name_ok(_join(prefix, key), value) else default
+
+    def names(self, table: Mapping[str, Any], prefix: str, key: str) -> list[str]:
+        """An array of names; the bad ones reported and left out."""
+        return [v for i, v in enumerate(self.string_list(table, prefix, key))
+                if self.name_ok(f"{_join(prefix, key)}[{i}]", v)]
+
+    def relative_path(self, table: Mapping[str, Any], prefix: str, key: str, what: str = "the project root",
+                      default: Any = None) -> Any:
+        """A path relative to ``what`` that stays inside it (not absolute, no ``..``, no NUL or
+        control character); else ``default``, problem noted. Whether it exists is the caller's."""
+        value = self.get(table, prefix, key, str)
+        if value is None:
+            return default
+        where = _join(prefix, key)
+        parts = value.replace("\\", "/").split("/")
+        if not value.strip():
+            self.problem(where, "must not be empty")
+        elif re.search(r"[\x00-\x1f\x7f-\x9f]", value):
+            self.problem(where, f'"{printable(value)}" holds a control character')
+        elif value.startswith(("/", "\\", "~")) or re.match(r"^[A-Za-z]:", value):
+            self.problem(where, f'"{value}" is absolute; give a path relative to {what}')
+        elif ".." in parts:
+            self.problem(where, f'"{value}" leaves {what} ("..")')
+        else:
+            return value
+        return default
 
     def string_list(self, table: Mapping[str, Any], prefix: str, key: str, *, blank: bool = True) -> list[str]:
         value = self.get(table, prefix, key, list, [])
@@ -197,10 +319,13 @@ class Checker:
         return value
 
     def tables(self, data: Mapping[str, Any], prefix: str, key: str) -> dict[str, dict[str, Any]]:
-        """A table of tables (``[release.cpu]``), wrong-typed entries reported."""
+        """A table of tables (``[release.cpu]``) whose keys are the names it declares: a key
+        that is not a name (:data:`NAME`) and wrong-typed entries are reported and left out."""
         value = self.get(data, prefix, key, dict, {})
         out: dict[str, dict[str, Any]] = {}
         for name, sub in value.items():
+            if not self.name_ok(_join(_join(prefix, key), name), name):
+                continue
             if isinstance(sub, dict):
                 out[name] = sub
             else:
@@ -227,14 +352,16 @@ def _join(prefix: str, key: str) -> str:
 
 
 def _quote_key(key: str) -> str:
-    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else f'"{key}"'
+    if len(key) > 60:
+        key = key[:60] + "…"
+    return key if re.fullmatch(r"[A-Za-z0-9_-]+", key) else f'"{printable(key)}"'
 
 
 def _describe(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, str):
-        return f'the string "{value}"' if len(value) < 40 else "a string"
+        return f'the string "{printable(value)}"' if len(value) < 40 else "a string"
     if isinstance(value, (int, float)):
         return f"the number {value}"
     if isinstance(value, list):

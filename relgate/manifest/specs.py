@@ -19,11 +19,11 @@ from relgate.core.record import record
 from relgate.core.redact import display_command
 from relgate.manifest.keys import (BUILDS, CHECK_BUILTINS, HOST, HOST_KINDS, OPTION_KEYS, OUTPUT_KEYS, PROJECT,
                                    PROJECT_KINDS, TRANSFERS, WARNING_POLICIES)
-from relgate.manifest.schema import Checker, did_you_mean
+from relgate.manifest.schema import Checker, did_you_mean, printable
 
 __all__ = [
     "PROJECT_KINDS", "AllowRule", "CommandSpec", "ProjectSpec", "ReleaseTarget", "Matrix", "Check",
-    "BuildsSpec", "HostSpec", "parse_project", "parse_builds", "parse_host",
+    "BuildsSpec", "HostSpec", "parse_project", "parse_builds", "parse_host", "version_problem", "cwd_problems",
 ]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -177,6 +177,7 @@ class BuildsSpec:
     matrices: Mapping[str, Matrix]
     diff_base: str | None
     source: Path
+    declared: bool = True  # False: the manifest folder has no builds.toml (what did not run is said)
 
 
 @record
@@ -220,11 +221,17 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
     c.keys(table, "project", _PROJECT.names(),
            required=_PROJECT.required_names() if isinstance(data.get("project"), dict) else ())
     name = c.get(table, "project", "name", str, "")
+    if name:
+        c.name_ok("project.name", name)
     root_text = c.text(table, "project", "root", "")
     kind = c.choice(table, "project", "kind", PROJECT_KINDS, default="make")
     version = c.get(table, "project", "version", str)
     if version is not None and not version.strip():
         c.problem("project.version", "must not be empty (leave it out when the project has no version)")
+    elif version is not None and "kind" in table and kind is not None:
+        why = version_problem(kind, version)
+        if why:
+            c.problem("project.version", why)
     changelog = c.get(table, "project", "changelog", str)
     evidence_env = c.get(table, "project", "evidence_env", str, "RELGATE_EVIDENCE")
     if isinstance(table.get("name"), str) and not name.strip():
@@ -249,6 +256,35 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
                        changelog=root / changelog if changelog else None, evidence_env=evidence_env,
                        source=Path(path),
                        lanes=root / lanes if lanes else None)
+
+
+_SEMVER = re.compile(
+    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
+    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
+    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?", re.ASCII)  # semver.org's own regex
+
+
+def version_problem(kind: str, version: str) -> str | None:
+    """Why ``version`` is not a version of a ``kind`` project (None when it is one): PEP 440
+    for python, semver for cargo, any non-empty printable string for make."""
+    shown = printable(version if len(version) <= 60 else version[:60] + "…")
+    if kind == "python":
+        from packaging.version import InvalidVersion, Version  # only a python project pays for it
+
+        try:
+            Version(version)
+        except InvalidVersion:
+            return f'"{shown}" is not a PEP 440 version (e.g. 1.2.0, 1.2.0rc1, 1.2.0.post1)'
+        if version != version.strip():
+            return f'"{shown}" has spaces around it'
+        return None
+    if kind == "cargo":
+        if not _SEMVER.fullmatch(version):
+            return f'"{shown}" is not a semver version (MAJOR.MINOR.PATCH, e.g. 0.4.0 or 1.0.0-rc.1), as cargo needs'
+        return None
+    if not version.isprintable() or not version.strip():
+        return f'"{shown}" is not a printable version string'
+    return None
 
 
 # --- builds.toml ----------------------------------------------------------------------
@@ -285,7 +321,7 @@ def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_defa
         max_log = None
     return StepOptions(
         max_log_bytes=max_log,
-        cwd=c.get(table, prefix, "cwd", str, "."),
+        cwd=c.relative_path(table, prefix, "cwd", "the project root", "."),
         env=env,
         timeout=timeout,
         requires=tuple(c.string_list(table, prefix, "requires")),
@@ -392,6 +428,8 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
         prefix = f"check[{i}]"
         c.keys(table, prefix, _CHECK.names(), required=_CHECK.required_names())
         name = c.text(table, prefix, "name", "")
+        if name and not c.name_ok(f"{prefix}.name", name):
+            name = ""
         if name and name in seen:
             c.problem(f"{prefix}.name", f'duplicate check name "{name}"')
         seen.add(name)
@@ -443,6 +481,8 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
     if kind == "ssh" and not address:
         c.problem("host.address", "an ssh host needs an address")
     name = c.text(t, "host", "name", Path(path).stem)
+    if name:
+        c.name_ok("host.name" if "name" in t else "host", name)
     if kind != "local" and name == "local":
         c.problem("host.name", '"local" is this machine\'s name; give the ssh host its own name')
     port = c.get(t, "host", "port", int, 22)
@@ -471,30 +511,21 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
     spec = HostSpec(
         name=name, kind=kind, address=address,
         user=c.get(t, "host", "user", str), port=port, identity=identity,
-        workdir=c.get(t, "host", "workdir", str), boards=tuple(c.string_list(t, "host", "boards", blank=False)),
+        workdir=c.get(t, "host", "workdir", str), boards=tuple(c.names(t, "host", "boards")),
         driver=c.get(t, "host", "driver", str), toolkit=c.get(t, "host", "toolkit", str),
-        capabilities=tuple(c.string_list(t, "host", "capabilities")),
+        capabilities=tuple(c.names(t, "host", "capabilities")),
         detect=bool(c.get(t, "host", "detect", bool, True)),
         exclusive=bool(c.get(t, "host", "exclusive", bool, False)), source=Path(path),
         known_hosts=known_path, permission=_reason(c, t, "permission"),
-        connect_timeout=_seconds(c, t, "connect_timeout", 10.0) or 10.0,
-        command_timeout=_seconds(c, t, "command_timeout", None), keepalive=_seconds(c, t, "keepalive", 15.0) or 15.0,
-        env=env, lock_wait=_seconds(c, t, "lock_wait", 0.0, zero=True) or 0.0,
+        connect_timeout=c.seconds(t, "host", "connect_timeout", 10.0) or 10.0,
+        command_timeout=c.seconds(t, "host", "command_timeout"),
+        keepalive=c.seconds(t, "host", "keepalive", 15.0) or 15.0,
+        env=env, lock_wait=c.seconds(t, "host", "lock_wait", 0.0, zero=True) or 0.0,
         allow_busy_gpu=_reason(c, t, "allow_busy_gpu"),
         transfer=c.choice(t, "host", "transfer", TRANSFERS, default="sftp") or "sftp",
     )
     c.raise_if_problems()
     return spec
-
-
-def _seconds(c: Checker, t: Mapping[str, Any], key: str, default: float | None, *, zero: bool = False) -> float | None:
-    value = c.get(t, "host", key, (int, float))
-    if value is None or isinstance(value, bool):
-        return default
-    if value < 0 or (value == 0 and not zero):
-        c.problem(f"host.{key}", "must be a positive number of seconds" + (" (or 0)" if zero else ""))
-        return default
-    return float(value)
 
 
 def _reason(c: Checker, t: Mapping[str, Any], key: str) -> str | None:
@@ -503,6 +534,30 @@ def _reason(c: Checker, t: Mapping[str, Any], key: str) -> str | None:
         c.problem(f"host.{key}", "needs a reason (a non-empty string)")
         return None
     return value
+
+
+def cwd_problems(builds: BuildsSpec, root: Path) -> list[str]:
+    """Each step's ``cwd`` must be a folder inside the project root (symlinks resolved): one
+    line per problem, naming builds.toml and the dotted key."""
+    from relgate.manifest.schema import display_path
+
+    shown = display_path(builds.source)
+    real_root = Path(root).resolve()
+    entries = [(f"release.{n}", r.options) for n, r in builds.releases.items()]
+    entries += [(f"matrix.{n}", m.options) for n, m in builds.matrices.items()]
+    entries += [(f"check[{i}]", ch.options) for i, ch in enumerate(builds.checks)]
+    out = []
+    for where, options in entries:
+        if options.cwd == ".":
+            continue
+        folder = (real_root / options.cwd).resolve()
+        if folder != real_root and real_root not in folder.parents:
+            out.append(f"{shown}: {where}.cwd: \"{options.cwd}\" resolves to {folder}, outside the project root "
+                       f"{real_root}")
+        elif not folder.is_dir():
+            what = "is not a folder" if folder.exists() else "does not exist"
+            out.append(f"{shown}: {where}.cwd: {folder} {what}")
+    return out
 
 
 # --- placement: a release target or check on its hardware -----------------------------------

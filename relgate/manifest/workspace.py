@@ -21,7 +21,8 @@ from relgate.core.record import record
 from relgate.manifest.intentional import IntentionalChange, parse_intentional
 from relgate.manifest.lanes import LanesSpec, load_lanes
 from relgate.manifest.schema import display_path, read_toml
-from relgate.manifest.specs import BuildsSpec, HostSpec, ProjectSpec, parse_builds, parse_host, parse_project
+from relgate.manifest.specs import (BuildsSpec, HostSpec, ProjectSpec, cwd_problems, parse_builds, parse_host,
+                                   parse_project)
 
 __all__ = ["Workspace", "LOCAL_HOST"]
 
@@ -70,7 +71,10 @@ class Workspace:
         project = _load(mdir / "project.toml", parse_project, problems)
         builds_path = mdir / "builds.toml"
         builds = (_load(builds_path, parse_builds, problems) if builds_path.exists()
-                  else BuildsSpec(checks=(), releases={}, matrices={}, diff_base=None, source=builds_path))
+                  else BuildsSpec(checks=(), releases={}, matrices={}, diff_base=None, source=builds_path,
+                                  declared=False))
+        if builds is not None and project is not None and project.root.is_dir():
+            problems.extend(cwd_problems(builds, project.root))
         intentional_path = mdir / "intentional.toml"
         intentional = (_load(intentional_path, parse_intentional, problems) if intentional_path.exists() else [])
         package = None

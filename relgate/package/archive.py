@@ -9,7 +9,14 @@ resolves a link physically, through the links already extracted, as the kernel w
   in a name, a duplicate name, a path that goes through a symlink of the archive, a
   symlink whose target is absolute or resolves outside the extraction folder, a hard link
   to anything but an earlier regular file, device files, FIFOs and other special members,
-  encrypted zip members, and archives that expand past ``max_bytes`` or ``max_members``;
+  encrypted zip members;
+- refused as soon as it is seen, while the archive streams (never after extracting it all):
+  more than ``max_members`` members, more than ``max_unpacked_bytes`` of member data, or more
+  than ``max_ratio`` unpacked bytes per byte of the archive file (once past ``ratio_floor``) —
+  the limits of :class:`relgate.manifest.package_spec.ArchiveLimits`, set in ``package.toml``.
+  Declared sizes are checked up front and the bytes really written (and, for a tar, the bytes
+  of the decompressed stream read) are counted as they come, since a declared size can lie;
+  a hard link's copy counts as the bytes it copies;
 - refused after writing, before the folder is renamed into place: any symlink that, with
   every link of the archive in place, resolves outside the package root (the single top
   folder when there is one, so ``top/up -> ..`` is refused too) or loops;
@@ -18,8 +25,9 @@ resolves a link physically, through the links already extracted, as the kernel w
   whose compressed stream is corrupt, a member whose data is corrupt (bad CRC, bad deflate
   data, a size that lies), a name the filesystem cannot hold — each naming the member;
 - written: folders, regular files (mode 0644, or 0755 when any execute bit is set; never
-  setuid, setgid or sticky), symlinks that stay inside (created last), hard links (as
-  copies of the file they name).
+  setuid, setgid or sticky: a member that carried those bits has them listed in
+  ``Member.stripped``, and :attr:`Extracted.stripped` names every such member), symlinks that
+  stay inside (created last), hard links (as copies of the file they name).
 
 The archive is extracted into a fresh hidden folder next to the destination and renamed
 into place once complete, so a refused or broken archive leaves nothing behind — nothing
@@ -45,17 +53,16 @@ from typing import IO
 
 from relgate.core.errors import ExecutionError, InputError
 from relgate.core.record import record
+from relgate.manifest.package_spec import DEFAULT_LIMITS, ArchiveLimits
 from relgate.manifest.schema import display_path
 
-__all__ = ["ArchiveError", "Member", "Extracted", "ARCHIVE_SUFFIXES", "is_archive_name", "read_members",
-           "extract", "printable"]
+__all__ = ["ArchiveError", "ArchiveLimits", "Member", "Extracted", "ARCHIVE_SUFFIXES", "is_archive_name",
+           "read_members", "extract", "printable"]
 
 #: Names relgate treats as archives (also the default "nested archive" globs of an inspection).
 ARCHIVE_SUFFIXES = (".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz", ".tar.zst", ".crate",
                     ".zip", ".whl", ".jar", ".egg", ".7z", ".rar")
 _ZIP_SUFFIXES = (".zip", ".whl", ".jar", ".egg")
-DEFAULT_MAX_BYTES = 4 << 30  # 4 GiB expanded
-DEFAULT_MAX_MEMBERS = 200_000
 _CHUNK = 1 << 20
 _DRIVE = re.compile(r"^[A-Za-z]:")
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -96,6 +103,7 @@ class Member:
     executable: bool = False
     link: str | None = None  # symlink: its target as stored; hardlink: the member it names
     raw: str = ""  # the name as the archive spells it
+    stripped: tuple[str, ...] = ()  # "setuid", "setgid", "sticky": bits it carried, never written
 
 
 @record
@@ -117,6 +125,60 @@ class Extracted:
     @property
     def size(self) -> int:
         return sum(m.size for m in self.members if m.kind == "file")
+
+    @property
+    def stripped(self) -> tuple[Member, ...]:
+        """The members whose setuid, setgid or sticky bits were dropped."""
+        return tuple(m for m in self.members if m.stripped)
+
+
+_SPECIAL_BITS = ((stat.S_ISUID, "setuid"), (stat.S_ISGID, "setgid"), (stat.S_ISVTX, "sticky"))
+
+
+def _special(mode: int) -> tuple[str, ...]:
+    return tuple(name for bit, name in _SPECIAL_BITS if mode & bit)
+
+
+class _Budget:
+    """What an archive may still expand to, counted as it streams (see :class:`ArchiveLimits`)."""
+
+    def __init__(self, archive: Path, limits: ArchiveLimits) -> None:
+        self.archive, self.limits = archive, limits
+        try:
+            self.size = max(archive.stat().st_size, 1)
+        except OSError:
+            self.size = 1
+        self.ratio_cap = max(limits.ratio_floor, int(limits.max_ratio * self.size))
+        self.written = 0
+
+    def too_many(self, count: int, member: str) -> None:
+        if count > self.limits.max_members:
+            raise ArchiveError(self.archive, f"more than max_members = {self.limits.max_members} members: refused",
+                               member=member)
+
+    def unpacked(self, total: int, member: str | None, how: str) -> None:
+        """``total`` unpacked bytes (``how``: declared, written, read) must stay within both limits."""
+        if total > self.limits.max_unpacked_bytes:
+            raise ArchiveError(self.archive, f"unpacks to more than max_unpacked_bytes = "
+                                             f"{self.limits.max_unpacked_bytes} ({total} bytes {how}): refused",
+                               member=member)
+        self.ratio(total, member, how)
+
+    def ratio(self, total: int, member: str | None, how: str) -> None:
+        if total > self.ratio_cap:
+            raise ArchiveError(self.archive, f"unpacks to more than {self.ratio_cap} bytes ({total} bytes {how}) "
+                                             f"from an archive of {self.size} bytes: past max_ratio = "
+                                             f"{self.limits.max_ratio:g} times its size: "
+                                             "refused", member=member)
+
+    def stream(self, end: int, member: str | None, how: str) -> None:
+        """A tar's decompressed stream (headers included) is held to the ratio only: its member
+        data is held to ``max_unpacked_bytes`` as declared and as written."""
+        self.ratio(end, member, how)
+
+    def write(self, count: int, member: str) -> None:
+        self.written += count
+        self.unpacked(self.written, member, "written")
 
 
 # --- reading and checking -------------------------------------------------------------------
@@ -155,10 +217,15 @@ def _check_symlink(archive: Path, raw: str, name: str, target: str) -> None:
         raise ArchiveError(archive, f"symlink to {target} points outside the extraction folder", member=raw)
 
 
-def _tar_members(archive: Path, tf: tarfile.TarFile) -> Iterator[tuple[Member, tarfile.TarInfo | None]]:
+def _tar_members(archive: Path, tf: tarfile.TarFile, budget: _Budget
+                 ) -> Iterator[tuple[Member, tarfile.TarInfo | None]]:
     last: str | None = None
-    for info in tf:
+    for count, info in enumerate(tf, 1):
         raw = info.name
+        budget.too_many(count, raw)
+        # Where this member's data ends in the decompressed stream: reading on to the next
+        # header decompresses all of it, so refuse first.
+        budget.stream(info.offset_data + (info.size if info.isreg() else 0), raw, "of tar stream")
         if info.isdir():
             kind, link = "dir", None
         elif info.isreg():
@@ -176,11 +243,12 @@ def _tar_members(archive: Path, tf: tarfile.TarFile) -> Iterator[tuple[Member, t
         name = _normal_name(archive, raw)
         last = raw
         yield Member(name=name, kind=kind, size=info.size if kind == "file" else 0,
-                     executable=bool(info.mode & 0o111), link=link, raw=raw), info
-    _check_tar_end(archive, tf, last)
+                     executable=bool(info.mode & 0o111), link=link, raw=raw,
+                     stripped=_special(info.mode) if kind in ("file", "dir", "hardlink") else ()), info
+    _check_tar_end(archive, tf, last, budget)
 
 
-def _check_tar_end(archive: Path, tf: tarfile.TarFile, last: str | None) -> None:
+def _check_tar_end(archive: Path, tf: tarfile.TarFile, last: str | None, budget: _Budget) -> None:
     """tarfile stops quietly at a cut or a broken header: insist on the end-of-archive
     marker (two zero blocks) right after the last member, then read the (compressed) stream
     to its end, so its checksum is checked too."""
@@ -193,12 +261,13 @@ def _check_tar_end(archive: Path, tf: tarfile.TarFile, last: str | None) -> None
         raise ArchiveError(archive, f"no end-of-archive marker{after}: the archive is cut short or its next "
                                     "header is corrupt")
     while stream.read(_CHUNK):
-        pass
+        budget.stream(stream.tell(), None, f"of tar stream, read past its end-of-archive marker{after}")
 
 
-def _zip_members(archive: Path, zf: zipfile.ZipFile) -> Iterator[tuple[Member, zipfile.ZipInfo]]:
-    for info in zf.infolist():
+def _zip_members(archive: Path, zf: zipfile.ZipFile, budget: _Budget) -> Iterator[tuple[Member, zipfile.ZipInfo]]:
+    for count, info in enumerate(zf.infolist(), 1):
         raw = info.filename
+        budget.too_many(count, raw)
         mode = (info.external_attr >> 16) & 0xFFFF
         fmt = stat.S_IFMT(mode)
         if info.flag_bits & 0x1:
@@ -218,7 +287,8 @@ def _zip_members(archive: Path, zf: zipfile.ZipFile) -> Iterator[tuple[Member, z
             kind, link = "file", None
         name = _normal_name(archive, raw)
         yield Member(name=name, kind=kind, size=info.file_size if kind == "file" else 0,
-                     executable=bool(mode & 0o111), link=link, raw=raw), info
+                     executable=bool(mode & 0o111), link=link, raw=raw,
+                     stripped=_special(mode) if kind in ("file", "dir") else ()), info
 
 
 def _is_zip(archive: Path) -> bool:
@@ -231,16 +301,15 @@ def _is_zip(archive: Path) -> bool:
         return False
 
 
-def _validate(archive: Path, pairs: Iterator[tuple[Member, object]], *, max_bytes: int,
-              max_members: int) -> list[tuple[Member, object]]:
+def _validate(archive: Path, pairs: Iterator[tuple[Member, object]], budget: _Budget
+              ) -> list[tuple[Member, object]]:
     """Every rule of the module docstring, over the whole member list, before any write."""
     out: list[tuple[Member, object]] = []
     kinds: dict[str, str] = {}
+    sizes: dict[str, int] = {}
     symlinks: set[str] = set()
     total = 0
     for member, info in pairs:
-        if len(out) >= max_members:
-            raise ArchiveError(archive, f"more than {max_members} members: refused", member=member.raw)
         if not member.name:  # "./" — the extraction folder itself
             if member.kind != "dir":
                 raise ArchiveError(archive, "a non-folder member names the archive root", member=member.raw)
@@ -271,10 +340,12 @@ def _validate(archive: Path, pairs: Iterator[tuple[Member, object]], *, max_byte
                 raise ArchiveError(archive, f"hard link to {member.link!r}, which is not an earlier regular "
                                             "file of the archive", member=member.raw)
             member = Member(name=member.name, kind="hardlink", link=target, raw=member.raw,
-                            executable=member.executable)
+                            executable=member.executable, stripped=member.stripped)
+            total += sizes.get(target, 0)  # written as a copy: it costs what it copies
         total += member.size
-        if total > max_bytes:
-            raise ArchiveError(archive, f"the archive expands past {max_bytes} bytes: refused", member=member.raw)
+        if member.kind == "file":
+            sizes[member.name] = member.size
+        budget.unpacked(total, member.raw, "declared")
         for parent in parents:  # folders made on the way count as members: nothing may replace them
             kinds.setdefault(parent, "dir")
         kinds[member.name] = member.kind if member.kind != "hardlink" else "file"
@@ -282,18 +353,19 @@ def _validate(archive: Path, pairs: Iterator[tuple[Member, object]], *, max_byte
     return out
 
 
-def read_members(archive: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
-                 max_members: int = DEFAULT_MAX_MEMBERS) -> list[Member]:
+def read_members(archive: Path, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> list[Member]:
     """The checked member list of ``archive`` (an :class:`ArchiveError` on the first refusal)."""
-    with _open(archive) as (_, pairs):
-        return [m for m, _ in _validate(archive, pairs, max_bytes=max_bytes, max_members=max_members)]
+    budget = _Budget(Path(archive), limits)
+    with _open(archive, budget) as (_, pairs):
+        return [m for m, _ in _validate(Path(archive), pairs, budget)]
 
 
 class _open:
     """Context manager: (the open archive, an iterator of (member, info))."""
 
-    def __init__(self, archive: Path) -> None:
+    def __init__(self, archive: Path, budget: _Budget) -> None:
         self.archive = Path(archive)
+        self.budget = budget
         self._handle: tarfile.TarFile | zipfile.ZipFile | None = None
 
     def __enter__(self) -> tuple[tarfile.TarFile | zipfile.ZipFile, Iterator[tuple[Member, object]]]:
@@ -304,10 +376,10 @@ class _open:
             if _is_zip(archive):
                 zf = zipfile.ZipFile(archive)
                 self._handle = zf
-                return zf, _guard(archive, _zip_members(archive, zf))
+                return zf, _guard(archive, _zip_members(archive, zf, self.budget))
             tf = tarfile.open(archive, mode="r:*")
             self._handle = tf
-            return tf, _guard(archive, _tar_members(archive, tf))
+            return tf, _guard(archive, _tar_members(archive, tf, self.budget))
         except (tarfile.TarError, zipfile.BadZipFile, EOFError, OSError) as exc:
             raise ArchiveError(archive, f"not a readable tar or zip archive: {exc}") from None
 
@@ -331,19 +403,20 @@ def _guard(archive: Path, it: Iterator[tuple[Member, object]]) -> Iterator[tuple
 # --- writing ------------------------------------------------------------------------------------
 
 
-def extract(archive: Path, dest: Path, *, max_bytes: int = DEFAULT_MAX_BYTES,
-            max_members: int = DEFAULT_MAX_MEMBERS) -> Extracted:
+def extract(archive: Path, dest: Path, *, limits: ArchiveLimits = DEFAULT_LIMITS) -> Extracted:
     """Check every member of ``archive``, then extract it into the fresh folder ``dest``
-    (which must not exist, or be empty). On any refusal or failure nothing is left behind."""
+    (which must not exist, or be empty), within ``limits``. On any refusal or failure nothing
+    is left behind."""
     archive, dest = Path(archive), Path(dest)
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise InputError(f"{display_path(dest)}: already exists; extraction needs a fresh folder")
-    with _open(archive) as (handle, pairs):
-        checked = _validate(archive, pairs, max_bytes=max_bytes, max_members=max_members)
+    budget = _Budget(archive, limits)
+    with _open(archive, budget) as (handle, pairs):
+        checked = _validate(archive, pairs, budget)
         dest.parent.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix=f".{dest.name}.partial-", dir=dest.parent))
         try:
-            _write_all(archive, handle, checked, partial, max_bytes=max_bytes)
+            _write_all(archive, handle, checked, partial, budget)
             _check_links(archive, checked, partial)
             if dest.exists():
                 dest.rmdir()
@@ -367,17 +440,16 @@ def _single_top(members: tuple[Member, ...]) -> str | None:
     return top if any(m.name.startswith(top + "/") or (m.name == top and m.kind == "dir") for m in members) else None
 
 
-def _write_all(archive: Path, handle: object, checked: list[tuple[Member, object]], root: Path, *,
-               max_bytes: int) -> None:
+def _write_all(archive: Path, handle: object, checked: list[tuple[Member, object]], root: Path,
+               budget: _Budget) -> None:
     real_root = os.path.realpath(root)
     later: list[tuple[Member, object]] = []
-    written = 0
     for member, info in checked:
         if member.kind in ("symlink", "hardlink"):
             later.append((member, info))
             continue
         with _member_errors(archive, member):
-            written = _write_one(archive, handle, member, info, root, real_root, written, max_bytes)
+            _write_one(archive, handle, member, info, root, real_root, budget)
     # Hard links become copies; symlinks come last, so nothing is ever written through one.
     for member, info in later:
         path = root / member.name
@@ -385,6 +457,7 @@ def _write_all(archive: Path, handle: object, checked: list[tuple[Member, object
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
             _inside(archive, member, path.parent, real_root)
             if member.kind == "hardlink":
+                budget.write(os.stat(root / (member.link or "")).st_size, member.raw)
                 shutil.copyfile(root / (member.link or ""), path, follow_symlinks=False)
                 os.chmod(path, 0o755 if os.stat(root / (member.link or "")).st_mode & 0o111 else 0o644)
                 continue
@@ -394,11 +467,11 @@ def _write_all(archive: Path, handle: object, checked: list[tuple[Member, object
 
 
 def _write_one(archive: Path, handle: object, member: Member, info: object, root: Path, real_root: str,
-               written: int, max_bytes: int) -> int:
+               budget: _Budget) -> None:
     path = root / member.name
     if member.kind == "dir":
         path.mkdir(parents=True, exist_ok=True, mode=0o755)
-        return written
+        return
     path.parent.mkdir(parents=True, exist_ok=True, mode=0o755)
     _inside(archive, member, path.parent, real_root)
     if isinstance(info, tarfile.TarInfo):
@@ -413,16 +486,12 @@ def _write_one(archive: Path, handle: object, member: Member, info: object, root
                     chunk = source.read(_CHUNK)
                     if not chunk:
                         break
-                    written += len(chunk)
-                    if written > max_bytes:
-                        raise ArchiveError(archive, f"the archive expands past {max_bytes} bytes: refused",
-                                           member=member.raw)
+                    budget.write(len(chunk), member.raw)  # the bytes really written, whatever was declared
                     out.write(chunk)
     if path.stat().st_size != member.size:
         raise ArchiveError(archive, f"the member holds {path.stat().st_size} bytes, its header says "
                                     f"{member.size}", member=member.raw)
     os.chmod(path, mode)
-    return written
 
 
 class _member_errors:

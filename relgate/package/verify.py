@@ -59,7 +59,7 @@ from relgate.manifest.specs import CommandSpec, ProjectSpec
 from relgate.manifest.targets import Target
 from relgate.manifest.workspace import Workspace
 from relgate.package import offline
-from relgate.package.archive import ArchiveError, extract
+from relgate.package.archive import ArchiveError, extract, printable
 from relgate.package.inspect import Required, inspect_tree
 from relgate.run.flow import candidate_facts, finish, run_plan
 from relgate.run.plan import PlannedStep, StepFailed
@@ -278,9 +278,11 @@ def export_step(plan: Plan) -> PlannedStep:
             write(line)
         if done.returncode != 0:
             raise ExecutionError(f"git archive {treeish} failed (exit {done.returncode})")
-        extracted = extract(work.export_tar, work.src)
+        extracted = extract(work.export_tar, work.src, limits=plan.manifest.package.limits)
         write(f"exported {facts.commit} ({rel if rel != '.' else 'the whole tree'}): {extracted.files} files "
               f"into {work.src}")
+        for member in extracted.stripped:
+            write(f"export: member {printable(member.raw)!r}: {', '.join(member.stripped)} stripped")
         if facts.dirty:
             write("the working tree has uncommitted changes: they are not in the export (every record of this "
                   "run is marked dirty)")
@@ -299,13 +301,16 @@ def extract_step(plan: Plan, sources: Sequence[tuple[Path, str, str, Path, bool]
             archive = find_one(folder, pattern, what)
             write(f"{archive.name}: {archive.stat().st_size} bytes, sha256 {_sha256(archive)}")
             try:
-                extracted = extract(archive, plan.work.unpacked / archive.name)
+                extracted = extract(archive, plan.work.unpacked / archive.name, limits=plan.manifest.package.limits)
             except ArchiveError as exc:
                 write(str(exc))
                 raise StepFailed(str(exc)) from None
             os.rename(extracted.root, dest)
             write(f"{archive.name}: {extracted.files} files, {extracted.size} bytes, extracted into {dest}"
                   + (f" (its top folder {extracted.top}/)" if extracted.top else ""))
+            for member in extracted.stripped:
+                write(f"{archive.name}: member {printable(member.raw)!r}: {', '.join(member.stripped)} bit"
+                      f"{'s' if len(member.stripped) > 1 else ''} stripped (written without them)")
             plan.roots.append((archive.name, dest, main))
         return 0
 

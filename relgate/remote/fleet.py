@@ -244,7 +244,7 @@ def run_fleet_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str,
             run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
                                       project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
                                       dirty=facts.dirty, identity=project_identity(ws, facts))
-            start_reports(options, run_id=run_id, session=session, facts=facts)
+            start_reports(options, run_id=run_id, session=session, facts=facts, ledger=ledger)
             summary = RunSummary(run_id=run_id, session=session, facts=facts)
             try:
                 result = run_fleet(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,

@@ -50,7 +50,7 @@ def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv:
             run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
                                       project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
                                       dirty=facts.dirty, identity=project_identity(ws, facts))
-            start_reports(options, run_id=run_id, session=session, facts=facts)
+            start_reports(options, run_id=run_id, session=session, facts=facts, ledger=ledger)
             summary = run_steps(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
                                 reporter=ConsoleReporter(out), reuse=reuse)
     finally:
@@ -61,15 +61,22 @@ def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv:
     return summary
 
 
-def start_reports(options: RunOptions | None, *, run_id: str | None, session: str, facts: GitFacts) -> None:
+def start_reports(options: RunOptions | None, *, run_id: str | None, session: str, facts: GitFacts,
+                  ledger: Ledger | None = None) -> None:
     """The reports ``options`` asks for, saying "running" (never green) until :func:`finish`
-    replaces them: an interrupted run leaves no earlier run's green report behind."""
+    replaces them: an interrupted run leaves no earlier run's green report behind. A report
+    that cannot be written stops the run before any step, and ``ledger``'s run is closed."""
     if options is not None and (options.report or options.junit):
         from relgate.run.reports import write_running
 
-        write_running(json_path=options.report and _per_session(options.report, session),
-                      junit_path=options.junit and _per_session(options.junit, session), run_id=run_id,
-                      session=session, facts=facts)
+        try:
+            write_running(json_path=options.report and _per_session(options.report, session),
+                          junit_path=options.junit and _per_session(options.junit, session), run_id=run_id,
+                          session=session, facts=facts)
+        except BaseException:
+            if ledger is not None and run_id is not None:
+                ledger.finish_run(run_id, "failed")
+            raise
 
 
 def finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
-from relgate.core.errors import InputError
+from relgate.core.files import write_output
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
 from relgate.run.runner import RunSummary
@@ -18,20 +16,8 @@ __all__ = ["summary_json", "write_json_report", "write_junit", "write_running", 
 
 
 def atomic_write(path: Path, data: bytes) -> None:
-    """Write via a temp file in the same folder and rename: never half a report."""
-    path = Path(path)
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-    except OSError as exc:
-        raise InputError(f"{path}: cannot write the report: {exc.strerror or exc}") from None
+    """Never half a report, never a device replaced; a failed write is exit 2 naming the file."""
+    write_output(path, data, what="the report")
 
 
 def summary_json(summary: RunSummary, *, require_all: bool = False) -> dict[str, Any]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import sys
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from relgate import __version__
 from relgate.core.errors import InputError
+from relgate.core.files import write_output
 from relgate.core.record import record
 from relgate.ledger.gitfacts import start_git_facts
 from relgate.ledger.store import Ledger
@@ -58,10 +58,8 @@ def _manifest_digest(ws: Workspace) -> str:
 
 
 def _write(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}.tmp")  # (uuid: 1.5 ms of a re-run)
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    """Whole or not at all; a failure (a full disk, ``--out /dev/full``) is exit 2 naming the file."""
+    write_output(path, data, what="the sign-off file")
 
 
 def _sha(data: bytes) -> str:
