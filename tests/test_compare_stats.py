@@ -54,7 +54,7 @@ def _policy(spec: MeasureSpec, rng: random.Random, slower: float, cv: float, *, 
     cand: list[float] = []
     steps, seen = [], []
     verdict = RERUN
-    for batch in range(spec.max_batches):
+    for _batch in range(spec.max_batches):
         more = extra_slower if verdict != RERUN else slower
         if verdict != RERUN:
             if extra_batches == 0:

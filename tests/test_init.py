@@ -9,8 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import REPO, Project, git
 
+from conftest import REPO, Project, git
 from relgate.manifest.discover import make_targets_of
 
 pytestmark = pytest.mark.skipif(shutil.which("cargo") is None or shutil.which("make") is None,

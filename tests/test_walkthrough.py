@@ -8,11 +8,11 @@ import re
 import shutil
 import subprocess
 import textwrap
-from pathlib import Path
 
 import pytest
-from conftest import REPO
 from sshd_support import sshd_missing, start_sshd
+
+from conftest import REPO
 
 pytestmark = pytest.mark.skipif(shutil.which("cargo") is None or sshd_missing() is not None,
                                 reason=f"needs cargo and sshd ({sshd_missing()})")

@@ -19,9 +19,22 @@ from pathlib import Path
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.manifest.discover import detect_kinds, read_cargo, read_make, read_python
-from relgate.manifest.init_files import (NOXFILE, UNASSIGNED, Reading, cargo_builds, checklist_toml, host_toml,
-                                         judged_targets, lanes_toml, make_builds, measurements_toml, package_toml,
-                                         project_toml, python_builds, quote)
+from relgate.manifest.init_files import (
+    NOXFILE,
+    UNASSIGNED,
+    Reading,
+    cargo_builds,
+    checklist_toml,
+    host_toml,
+    judged_targets,
+    lanes_toml,
+    make_builds,
+    measurements_toml,
+    package_toml,
+    project_toml,
+    python_builds,
+    quote,
+)
 from relgate.manifest.keys import BUILTIN_LANES, PROJECT_KINDS
 from relgate.manifest.reference import schema_comment
 from relgate.manifest.schema import display_path

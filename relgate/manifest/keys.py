@@ -9,8 +9,7 @@ regenerates both).
 
 from __future__ import annotations
 
-from relgate.manifest.fields import (FileSpec, Key, Rule, above, at_least, key, nonblank, one_of_keys, pattern,
-                                     text_rule)
+from relgate.manifest.fields import FileSpec, Key, Rule, above, at_least, key, nonblank, one_of_keys, pattern, text_rule
 from relgate.manifest.schema import MAX_SECONDS, NAME
 
 __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", "BUILTIN_LANES", "LANE_MODES",

@@ -17,8 +17,18 @@ from typing import Any, Protocol
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.core.redact import display_command
-from relgate.manifest.keys import (BUILDS, CHECK_BUILTINS, HOST, HOST_KINDS, OPTION_KEYS, OUTPUT_KEYS, PROJECT,
-                                   PROJECT_KINDS, TRANSFERS, WARNING_POLICIES)
+from relgate.manifest.keys import (
+    BUILDS,
+    CHECK_BUILTINS,
+    HOST,
+    HOST_KINDS,
+    OPTION_KEYS,
+    OUTPUT_KEYS,
+    PROJECT,
+    PROJECT_KINDS,
+    TRANSFERS,
+    WARNING_POLICIES,
+)
 from relgate.manifest.schema import Checker, did_you_mean, printable
 
 __all__ = [

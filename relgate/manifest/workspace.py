@@ -21,8 +21,15 @@ from relgate.core.record import record
 from relgate.manifest.intentional import IntentionalChange, parse_intentional
 from relgate.manifest.lanes import LanesSpec, load_lanes
 from relgate.manifest.schema import display_path, read_toml
-from relgate.manifest.specs import (BuildsSpec, HostSpec, ProjectSpec, cwd_problems, parse_builds, parse_host,
-                                   parse_project)
+from relgate.manifest.specs import (
+    BuildsSpec,
+    HostSpec,
+    ProjectSpec,
+    cwd_problems,
+    parse_builds,
+    parse_host,
+    parse_project,
+)
 
 __all__ = ["Workspace", "LOCAL_HOST"]
 

@@ -28,7 +28,7 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import TargetOptions
 from relgate.manifest.measures import MeasureSpec
-from relgate.manifest.schema import display_path
+from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
 from relgate.remote.pool import host_pool

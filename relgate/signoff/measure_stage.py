@@ -17,9 +17,9 @@ from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.manifest.workspace import Workspace
 from relgate.signoff.candidate import candidate_of
 from relgate.signoff.collect import measure, measure_of
-from relgate.signoff.specs import spec_of
 from relgate.signoff.compare import BLOCK, Comparison, compare, exit_code
 from relgate.signoff.quality import QualityReport, check_quality
+from relgate.signoff.specs import spec_of
 from relgate.signoff.tables import board_lines
 
 __all__ = ["compare_recorded", "run_compare", "print_comparison", "print_quality"]

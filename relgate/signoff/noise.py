@@ -24,11 +24,10 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BatchRow, Ledger
 from relgate.manifest.measures import MeasureSpec
 from relgate.manifest.workspace import Workspace
-from relgate.signoff.compare import (BLOCK, RERUN, SLOWER, BoardComparison, compare_samples, noise_of, samples,
-                                     wrong_way)
+from relgate.signoff.compare import BLOCK, RERUN, SLOWER, BoardComparison, compare_samples, noise_of, samples, wrong_way
 from relgate.signoff.specs import spec_of
-from relgate.signoff.tables import board_lines
 from relgate.signoff.stats import shift_interval
+from relgate.signoff.tables import board_lines
 
 __all__ = ["aa_pairs", "aa_compare", "run_aa", "measure_noise"]
 
