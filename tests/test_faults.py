@@ -87,7 +87,9 @@ def test_a_full_ledger_home_never_hangs_and_says_what_broke(tinyinfer: Project) 
 def test_a_read_only_folder_of_the_ledger_home_is_an_error_not_a_traceback(tinyinfer: Project, folder: str) -> None:
     lanes = tinyinfer.manifests / "lanes.toml"
     lanes.write_text(lanes.read_text().replace('command = "make test"\n',
-                                               'command = "sh -c \'echo suite\tarm\tk\tv >> $TINYINFER_EVIDENCE\'"\n'))
+                                               # a valid row: printf's \t (a tab inside sh -c splits words)
+                                               'command = ["sh", "-c", "printf \'suite\\\\tarm\\\\tk\\\\tv\\\\n\' '
+                                               '>> $TINYINFER_EVIDENCE"]\n'))
     ro = tinyinfer.home / folder
     ro.mkdir(parents=True)
     done = in_mount_ns(tinyinfer, f"mount -t tmpfs -o ro tmpfs {ro}\n"
