@@ -372,15 +372,16 @@ class Ledger:
         self.home = home
 
     @classmethod
-    def open(cls, home: Path) -> "Ledger":
+    def open(cls, home: Path, *, check: bool = False) -> "Ledger":
         """Open (or create) the ledger under ``home``.
 
         A new ledger is built in a temporary file and linked into place, so concurrent
         first runs never race on the schema. An existing file must be a healthy SQLite
         database (header, ``PRAGMA quick_check``): anything else is refused before anything
-        writes into it, with a message that says how to move it aside. The check reads every
-        page; it is skipped when the file is, to the inode, size and change time, the one an
-        earlier check passed (see :func:`_file_state`)."""
+        writes into it, with a message that says how to move it aside. The full check reads
+        every page, so it runs only where the file is not, to the inode, size and change time,
+        the one the last clean close (or an earlier check) left (see :func:`_file_state`):
+        after an unclean shutdown, a write by anything else, or with ``check`` (on demand)."""
         home = Path(home)
         db = home / "ledger.sqlite3"
         try:
@@ -396,7 +397,7 @@ class Ledger:
             raise InputError(f"{home}: cannot create the ledger home: {exc.strerror or exc}") from None
         ledger = cls(conn, home)
         try:
-            if state is None or state != _verified(home):
+            if check or state is None or state != _verified(home):
                 problems = _quick_check(conn)
                 if problems != ["ok"]:
                     raise _unhealthy(db, "; ".join(problems[:3]))
@@ -417,7 +418,12 @@ class Ledger:
         return (Path(home) / "ledger.sqlite3").exists()
 
     def close(self) -> None:
+        """Close the connection; the last one out (no frames left in the WAL) stamps the file's
+        state as cleanly closed, so the next open skips the full check."""
         self._conn.close()
+        state = _file_state(self.home / "ledger.sqlite3")
+        if state is not None and state != _verified(self.home):
+            _stamp(self.home, state)
 
     def __enter__(self) -> "Ledger":
         return self
@@ -837,8 +843,13 @@ def _create(db: Path) -> None:
 # the clock's now, which user space cannot set back; a state stamped only once it is that
 # old can therefore never be confused with a later one on a file system whose clock ticks
 # coarsely (a write in the same tick as the stamped one would keep the ctime). relgate's
-# own runs change the file, so the check runs again on the next open after one: what is
-# spared is the re-open of a ledger nothing wrote to (a sign-off re-run, status).
+# own runs change the file; a clean close (the last connection out: SQLite checkpoints the
+# WAL into the file and empties it) stamps the state it leaves, so the next open is spared the
+# check too. What is checked: a ledger after an unclean shutdown (a killed process leaves
+# frames in its WAL, or a checkpointed write and no stamp), one anything else wrote to, and
+# any on demand (``Ledger.open(check=True)``, ``relgate check --ledger``). A stamp written at
+# close is not settled: a foreign write in the same tick of a coarse file-system clock as the
+# close would go unseen until the next check on demand.
 SETTLED_NS = 2_000_000_000
 _VERIFIED = "ledger.verified"
 
