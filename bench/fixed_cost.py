@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -82,8 +83,10 @@ from pathlib import Path
 from relgate.core.verdict import Verdict
 from relgate.ledger.store import Ledger
 home, steps = Path(sys.argv[1]), int(sys.argv[2])
+import contextlib
 with Ledger.open(home) as ledger:
     for first in range(0, steps, 50):
+      with getattr(ledger, "_tx", contextlib.nullcontext)():  # one commit per run of 50 steps
         run = ledger.begin_run(session="host", argv=["nox", "-s", "host"], project="earlier",
                                project_root=Path("/nonexistent"), commit="e" * 40, branch="main", dirty=False)
         for n in range(first, min(first + 50, steps)):
@@ -163,8 +166,9 @@ def main() -> int:
             envs["against host"] = {**env, "RELGATE_HOME": str(tmp / "home-against")}
             cwds["against host"] = tmp
         if args.ledger_steps:
-            for label in ("relgate host", "relgate git-diff-check"):
-                _fill_ledger(Path(envs[label]["RELGATE_HOME"]), args.ledger_steps, REPO)
+            first = Path(envs["relgate host"]["RELGATE_HOME"])
+            _fill_ledger(first, args.ledger_steps, REPO)
+            shutil.copytree(first, envs["relgate git-diff-check"]["RELGATE_HOME"])  # the same ledger, copied
             if args.against is not None:
                 _fill_ledger(Path(envs["against host"]["RELGATE_HOME"]), args.ledger_steps, args.against.resolve())
             print(f"each ledger home holds {args.ledger_steps} finished steps first")
