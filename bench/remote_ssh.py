@@ -110,7 +110,7 @@ def bare_latency(tmp: Path, rounds: int) -> None:
         print("latency, bare shell: skipped (no unshare here)")
         return
     try:
-        server = start_sshd(tmp / "sshd-bare", netns=prefix)
+        server = start_sshd(tmp / "sshd-bare", netns=prefix)  # a prefix of its own: ~/.bashrc empty
     except RuntimeError as exc:
         print(f"latency, bare shell: skipped ({exc})")
         return
@@ -285,7 +285,8 @@ def main() -> int:
     parts = set(args.only or ("latency", "bundle", "stream"))
     with Bench("remote_ssh"), tempfile.TemporaryDirectory(prefix="relgate-bench-ssh-") as tmp_name:
         tmp = Path(tmp_name)
-        server = None if args.host_file else start_sshd(tmp / "sshd")
+        # this user's real ~/.bashrc in the sessions, as on the host as it is (the bare shell apart)
+        server = None if args.host_file else start_sshd(tmp / "sshd", quick_rc=False)
         try:
             host_file = args.host_file.resolve() if args.host_file else server.host_file(tmp / "hosts" / "gpu1.toml")
             ex = _executor(host_file)

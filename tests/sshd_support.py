@@ -148,18 +148,19 @@ def _descendants(root: int) -> list[int]:
 
 def start_sshd(tmp: Path, address: str = "127.0.0.1", *, port: int | None = None,
                netns: Sequence[str] = (), host_key: Path | None = None,
-               client_key: Path | None = None, extra_config: str = "") -> Sshd:
+               client_key: Path | None = None, extra_config: str = "", quick_rc: bool = True) -> Sshd:
     """Start sshd on ``address``; ``netns`` is an ``ip netns exec NAME`` prefix (argv) or empty.
 
     ``host_key``/``client_key`` reuse existing keys (to restart a server with the same or a
-    changed identity); by default both are generated under ``tmp``. A free port picked here
+    changed identity); by default both are generated under ``tmp``. ``quick_rc=False`` keeps
+    this user's real ``~/.bashrc`` for the sessions (a bench that measures a host as it is). A free port picked here
     can be taken before sshd binds it (another pytest-xdist worker, another program): then a
     new one is picked, up to three times.
     """
     for attempt in range(3):
         try:
             return _start_sshd(tmp, address, port=port, netns=netns, host_key=host_key, client_key=client_key,
-                               extra_config=extra_config)
+                               extra_config=extra_config, quick_rc=quick_rc)
         except _PortTaken:
             if port is not None or attempt == 2:
                 raise
@@ -216,7 +217,7 @@ def _rc_prefix(tmp: Path) -> tuple[str, ...]:
 
 
 def _start_sshd(tmp: Path, address: str, *, port: int | None, netns: Sequence[str], host_key: Path | None,
-                client_key: Path | None, extra_config: str) -> Sshd:
+                client_key: Path | None, extra_config: str, quick_rc: bool) -> Sshd:
     why = sshd_missing()
     if why:
         raise RuntimeError(why)
@@ -254,7 +255,8 @@ def _start_sshd(tmp: Path, address: str, *, port: int | None, netns: Sequence[st
     log = tmp / "sshd.log"
     log.write_text("")
     # Namespace hosts hide ~/.bashrc in their own mount namespace (netns_support._prefix).
-    argv = [*netns, *(() if netns else _rc_prefix(tmp)), SSHD, "-D", "-e", "-f", str(config), "-E", str(log)]
+    rc = _rc_prefix(tmp) if quick_rc and not netns else ()
+    argv = [*netns, *rc, SSHD, "-D", "-e", "-f", str(config), "-E", str(log)]
     check = subprocess.run([*netns, SSHD, "-t", "-f", str(config)], capture_output=True, text=True)
     if check.returncode != 0:
         raise RuntimeError(f"sshd -t refused {config}: {check.stderr.strip()}")
