@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import shutil
-import statistics
 import sys
 import tempfile
 from dataclasses import dataclass
