@@ -177,8 +177,9 @@ _rc_cache: list[str | None] = []
 
 
 def _quick_rc() -> str | None:
-    """This user's ``~/.bashrc`` as its outcome: the variables it sets in an SSH session
-    (PATH first), without running it. bash reads that file for every command sshd runs; here
+    """This user's ``~/.bashrc`` as its outcome: the variables it sets in an SSH session, without
+    running it (what it puts before or after a variable's value, PATH's, it still adds to
+    whatever value the session brings: sshd's ``SetEnv``, a host file's own). bash reads that file for every command sshd runs; here
     it is this machine's pyenv set-up (``eval "$(pyenv init -)"``: 0.1 s per command on an
     idle machine, 0.8 s on a loaded one), which a GPU box would not run. None where there is
     no such file (nothing to replace)."""
@@ -195,8 +196,17 @@ def _quick_rc() -> str | None:
 
         before, after = env_after(""), env_after(f". {shlex.quote(str(rc))} >/dev/null 2>&1; ")
         skip = {"SHLVL", "_", "PWD", "OLDPWD"}
-        lines = [f"export {k}={shlex.quote(v)}" for k, v in sorted(after.items())
-                 if k not in skip and before.get(k) != v and k.isidentifier()]
+        lines = []
+        for k, v in sorted(after.items()):
+            if k in skip or before.get(k) == v or not k.isidentifier():
+                continue
+            old = before.get(k)
+            if old and v.endswith(old):  # prepended to what the session had (PATH): keep doing so
+                lines.append(f'export {k}={shlex.quote(v[: -len(old)])}"${k}"')
+            elif old and v.startswith(old):
+                lines.append(f'export {k}="${k}"{shlex.quote(v[len(old):])}')
+            else:
+                lines.append(f"export {k}={shlex.quote(v)}")
         text = "# tests/sshd_support.py: what ~/.bashrc sets, without running it\n" + "\n".join(lines) + "\n"
     _rc_cache.append(text)
     return text
