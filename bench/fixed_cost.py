@@ -31,6 +31,7 @@ and the skipped one, or the comparison is void (exit 1). This is a measurement, 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import subprocess
@@ -106,7 +107,8 @@ def _fill_ledger(home: Path, steps: int, checkout: Path) -> None:
 def _check_ledger(home: Path) -> str | None:
     import sqlite3
 
-    with sqlite3.connect(home / "ledger.sqlite3") as db:
+    # closed here: an open reader would keep frames in the WAL and make every run do the full check
+    with contextlib.closing(sqlite3.connect(home / "ledger.sqlite3")) as db:
         rows = db.execute("SELECT step, verdict FROM steps WHERE run_id = (SELECT id FROM runs"
                           " WHERE project = 'tiny' ORDER BY started DESC, rowid DESC LIMIT 1) ORDER BY id").fetchall()
     wanted = [("true", "pass"), ("git-diff-check", "skip")]
@@ -118,7 +120,8 @@ def _check_diff_check(home: Path) -> str | None:
     the one check, passed."""
     import sqlite3
 
-    with sqlite3.connect(home / "ledger.sqlite3") as db:
+    # closed here: an open reader would keep frames in the WAL and make every run do the full check
+    with contextlib.closing(sqlite3.connect(home / "ledger.sqlite3")) as db:
         rows = db.execute("SELECT step, verdict FROM steps WHERE run_id = (SELECT id FROM runs"
                           " ORDER BY started DESC, rowid DESC LIMIT 1) ORDER BY id").fetchall()
     if ("git-diff-check", "pass") not in rows or any(v != "pass" for _, v in rows if _ != "git-diff-check"):
@@ -173,8 +176,18 @@ def main() -> int:
             print(f"each ledger home holds {args.ledger_steps} finished steps first")
         times: dict[str, list[float]] = {k: [] for k in sides}
         cpus: dict[str, list[float]] = {k: [] for k in sides}
+        from relgate.ledger.integrity import _file_state, _verified  # this checkout's, for the diagnosis below
+
+        checked: dict[str, int] = {}  # our runs that opened a ledger not as its last clean close left it
         for round_no in range(args.warmup + args.rounds):
             for label, argv in sides.items():
+                home = Path(envs[label]["RELGATE_HOME"])
+                if label in ("relgate host", "relgate git-diff-check") and round_no >= args.warmup:
+                    state = _file_state(home / "ledger.sqlite3")
+                    if state is None or state != _verified(home):
+                        checked[label] = checked.get(label, 0) + 1
+                        print(f"  ({label}: the ledger is not as a clean close left it: state {state}, "
+                              f"stamp {_verified(home)}; this run does the full check)")
                 wall, cpu, done = timed(argv, envs[label], cwd=cwds[label])
                 if done.returncode != 0:
                     return failed(label, done)
@@ -191,6 +204,8 @@ def main() -> int:
                 print(f"round {round_no - args.warmup + 1}: " + ", ".join(
                     f"{k} {times[k][-1] * 1000:.0f} ms" for k in sides))
     print()
+    for label in ("relgate host", "relgate git-diff-check"):
+        print(f"{label}: the full ledger check ran in {checked.get(label, 0)} of {args.rounds} timed rounds")
     steps = f", ledger of {args.ledger_steps} steps" if args.ledger_steps else ""
     judge(f"fixed cost: nox -s host, one `true` check{steps} − empty nox session", goal=FIXED_GOAL_MS,
           ours=times["relgate host"], anchor=times["empty session"], mode="difference", unit="ms", scale=1000,
