@@ -6,6 +6,7 @@ import json
 import os
 import resource
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -127,3 +128,87 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path, tmp: Path) -> tuple
     subprocess.run([sys.executable, "-c", PEAK_WRAP, str(result), *argv], env=env, cwd=cwd, check=True)
     data = json.loads(result.read_text())
     return data["peak_mib"], subprocess.CompletedProcess(argv, data["code"], data["out"], "")
+
+
+# --- judging from spreads -------------------------------------------------------------------
+# Every bench interleaves its path and its anchor for several rounds and judges only from the
+# spread: min / median / max of each side and of the per-round ratio (or difference), a PASS or
+# MISS on the median, and "noisy" when the per-round figures fall on both sides of the goal.
+# Each judgement is also printed as one ``RESULT {json}`` line, which bench/all.py collects.
+
+DEFAULT_ROUNDS = 5
+
+
+def load_average() -> str:
+    try:
+        return " ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "unknown"
+
+
+class Bench:
+    """``with Bench("name"):`` prints the load average (1, 5, 15 min) at the start and the end."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __enter__(self) -> "Bench":
+        print(f"{self.name}: load average at start {load_average()} ({os.cpu_count()} cores)", flush=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        print(f"{self.name}: load average at end {load_average()}", flush=True)
+
+
+def spread(values: list[float], scale: float = 1.0, fmt: str = ".3f") -> str:
+    """``min / median / max`` of ``values`` (each times ``scale``), formatted."""
+    if not values:
+        return "no rounds"
+    lo, mid, hi = min(values) * scale, statistics.median(values) * scale, max(values) * scale
+    return f"{lo:{fmt}} / {mid:{fmt}} / {hi:{fmt}}"
+
+
+def judge(what: str, *, goal: float, ours: list[float], anchor: list[float] | None = None,
+          mode: str = "ratio", unit: str = "s", scale: float = 1.0, fmt: str = ".3f",
+          ours_label: str = "relgate", anchor_label: str = "anchor", goal_text: str | None = None) -> str:
+    """Print the spread of both sides and of the per-round comparison, then PASS/MISS on its median.
+
+    ``mode``: ``ratio`` (ours / anchor per round, goal ≤ ``goal``), ``difference`` (ours −
+    anchor per round, in ``unit`` after ``scale``) or ``value`` (ours alone against ``goal``,
+    no anchor). Rounds pair up by index: the two sides ran interleaved. Returns the verdict
+    word (``PASS``, ``MISS``, ``PASS (noisy)``, ``MISS (noisy)``)."""
+    if mode not in ("ratio", "difference", "value"):
+        raise ValueError(f"judge: unknown mode {mode!r}")
+    print(f"{what}:")
+    print(f"  {ours_label:<28s} min / median / max {spread(ours, scale, fmt)} {unit}  ({len(ours)} rounds)")
+    if mode == "value":
+        per_round = [v * scale for v in ours]
+        cmp_unit, cmp_name = unit, "value"
+    else:
+        if anchor is None or len(anchor) != len(ours):
+            raise ValueError(f"judge: {what}: the anchor needs one figure per round of ours")
+        print(f"  {anchor_label:<28s} min / median / max {spread(anchor, scale, fmt)} {unit}")
+        if mode == "ratio":
+            per_round = [a / b for a, b in zip(ours, anchor)]
+            cmp_unit, cmp_name = "×", "ratio"
+        else:
+            per_round = [(a - b) * scale for a, b in zip(ours, anchor)]
+            cmp_unit, cmp_name = unit, "difference"
+        print(f"  per-round {cmp_name:<18s} min / median / max {spread(per_round, 1.0, fmt)} {cmp_unit}")
+    mid = statistics.median(per_round)
+    verdict = "PASS" if mid <= goal else "MISS"
+    noisy = min(per_round) <= goal < max(per_round)
+    if noisy:
+        verdict += " (noisy)"
+    text = goal_text or f"≤ {goal:g}{'' if cmp_unit == '×' else ' ' + cmp_unit}"
+    print(f"  {verdict}: median {cmp_name} {mid:{fmt}}{'' if cmp_unit == '×' else ' ' + cmp_unit}, goal {text}"
+          + (f"; the rounds run {min(per_round):{fmt}}–{max(per_round):{fmt}}, across the goal" if noisy else ""),
+          flush=True)
+    record = {"what": what, "goal": text, "verdict": verdict, "mode": mode, "median": mid,
+              "min": min(per_round), "max": max(per_round), "unit": cmp_unit, "rounds": len(ours),
+              "ours": [min(ours) * scale, statistics.median(ours) * scale, max(ours) * scale],
+              "anchor": None if anchor is None else [min(anchor) * scale, statistics.median(anchor) * scale,
+                                                     max(anchor) * scale],
+              "ours_label": ours_label, "anchor_label": anchor_label, "side_unit": unit, "load": load_average()}
+    print("RESULT " + json.dumps(record), flush=True)
+    return verdict

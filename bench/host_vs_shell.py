@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import shlex
 import shutil
-import statistics
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -36,7 +35,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import NOOP_NOXFILE, REPO, failed, make_project, timed  # noqa: E402
+from _common import DEFAULT_ROUNDS, NOOP_NOXFILE, REPO, Bench, failed, judge, make_project, spread, timed  # noqa: E402,E501
 from relgate import stages  # noqa: E402
 from relgate.ledger.store import Ledger  # noqa: E402
 from relgate.manifest.workspace import Workspace  # noqa: E402
@@ -118,7 +117,8 @@ def shell_script(steps: list[PlannedStep], log: Path, evidence: Path) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3, help="timed runs of each side (default 3)")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                        help=f"timed runs of each side (default {DEFAULT_ROUNDS})")
     parser.add_argument("--warmup", type=int, default=1, help="untimed rounds first (default 1)")
     parser.add_argument("--nox", default="nox", help="the nox command, as typed (default: nox on PATH)")
     args = parser.parse_args(argv)
@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
         nox_cmd = [sys.executable, "-m", "nox"]
     nox_argv = [*nox_cmd, "-f", str(REPO / "noxfile.py"), "-s", "host"]
 
-    with tempfile.TemporaryDirectory(prefix="relgate-bench-") as tmpdir:
+    with Bench("host_vs_shell"), tempfile.TemporaryDirectory(prefix="relgate-bench-") as tmpdir:
         tmp = Path(tmpdir)
         _, env = make_project(tmp, EXAMPLE)
         planned = plan(env)
@@ -179,19 +179,16 @@ def main(argv: list[str] | None = None) -> int:
             tag = f"round {rnd}" if rnd >= 1 else "warm-up"
             print(f"{tag:>8}:  " + "   ".join(row) + ("" if rnd >= 1 else "   (not counted)"))
 
-    shell_med = statistics.median(times["shell"])
-    nox_med = statistics.median(times["nox"])
-    ratio = nox_med / shell_med
     print()
-    print(f"median:   shell {shell_med:6.3f} s   nox {nox_med:6.3f} s   "
-          f"(relgate adds {nox_med - shell_med:+.3f} s)")
-    shell_cpu, nox_cpu = statistics.median(cpu["shell"]), statistics.median(cpu["nox"])
-    print(f"cpu time (user+sys of the process tree, for reference; a busy machine moves it less): "
-          f"shell {shell_cpu:.3f} s   nox {nox_cpu:.3f} s   ratio {nox_cpu / shell_cpu:.3f}")
-    floor = statistics.median(times["empty-nox"])
-    print(f"ratio nox/shell: {ratio:.3f}   goal <= {GOAL:.2f}   {'PASS' if ratio <= GOAL else 'MISS'}")
-    print(f"floor: an empty nox session takes {floor:.3f} s here, so no `nox -s` run of this job can beat "
-          f"{(shell_med + floor) / shell_med:.3f}; relgate's own share is {nox_med - shell_med - floor:+.3f} s")
+    judge("nox -s host / the same commands in a set -e shell script", goal=GOAL, ours=times["nox"],
+          anchor=times["shell"], fmt=".3f", ours_label="nox -s host", anchor_label="bash script")
+    print(f"CPU (user + sys of each process tree; a busy machine moves it less): nox {spread(cpu['nox'])} s, "
+          f"shell {spread(cpu['shell'])} s")
+    floors = [(s + f) / s for s, f in zip(times["shell"], times["empty-nox"])]
+    share = [n - s - f for n, s, f in zip(times["nox"], times["shell"], times["empty-nox"])]
+    print(f"floor: an empty nox session takes {spread(times['empty-nox'])} s here, so no `nox -s` run of this job "
+          f"can beat (shell + empty session) / shell = {spread(floors)}; relgate's own share per round "
+          f"{spread(share)} s")
     return 0
 
 

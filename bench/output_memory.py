@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, failed, make_project, measure  # noqa: E402
+from _common import DEFAULT_ROUNDS, REPO, Bench, failed, judge, make_project, measure, spread  # noqa: E402
 
 GOAL_MIB = 64.0
 LINE = "src/kernels_cpu.c: compiling the kernels of the release build with every optimisation -O3 -march=native"
@@ -43,10 +42,10 @@ def produce(mb: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mb", type=int, default=500, help="MB of output the step prints (default 500)")
-    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
     ap.add_argument("--against", type=Path, help="another checkout's relgate, measured the same way")
     args = ap.parse_args(argv)
-    with tempfile.TemporaryDirectory(prefix="relgate-bench-output-") as name:
+    with Bench("output_memory"), tempfile.TemporaryDirectory(prefix="relgate-bench-output-") as name:
         tmp = Path(name)
         root, env = make_project(tmp, "tinyinfer")
         manifests = Path(env["RELGATE_MANIFESTS"])
@@ -73,12 +72,11 @@ def main(argv: list[str] | None = None) -> int:
                     return failed(label, done)
                 peaks[label].append(peak)
                 print(f"  round {i + 1} {label:8s} peak {peak:8.1f} MiB")
-    ours = statistics.median(peaks["relgate"])
-    print(f"relgate host (stream: redact, scan, expect_output, log): {ours:.1f} MiB peak")
-    print(f"shell (log to a file, grep -E -q):                        {statistics.median(peaks['shell']):.1f} MiB peak")
+    print(f"anchor, the same rounds: the shell (log to a file, grep -E -q) peak {spread(peaks['shell'], 1, '.1f')} MiB")
     if args.against:
-        print(f"relgate of {args.against}:  {statistics.median(peaks['against']):.1f} MiB peak")
-    print(f"goal: <= {GOAL_MIB:g} MiB for {args.mb} MB of output: {'PASS' if ours <= GOAL_MIB else 'MISS'}")
+        print(f"relgate of {args.against}: peak {spread(peaks['against'], 1, '.1f')} MiB")
+    judge(f"relgate host, {args.mb} MB of output (redact, scan, expect_output, log): peak memory", goal=GOAL_MIB,
+          ours=peaks["relgate"], mode="value", unit="MiB", fmt=".1f", ours_label="relgate (ru_maxrss)")
     return 0
 
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -28,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import REPO, failed, make_project, timed  # noqa: E402
+from _common import DEFAULT_ROUNDS, REPO, Bench, failed, judge, make_project, timed  # noqa: E402
 from relgate.ledger.store import Ledger  # noqa: E402
 
 EXAMPLE = "scankern"
@@ -48,12 +47,13 @@ def not_reused(home: Path) -> list[str]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=2, help="cold + reuse pairs (default 2)")
+    parser.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS,
+                        help=f"cold + reuse pairs (default {DEFAULT_ROUNDS})")
     args = parser.parse_args(argv)
     nox = [sys.executable, "-m", "nox", "-f", str(REPO / "noxfile.py"), "-s", *SESSIONS]
     cold: list[float] = []
     warm: list[float] = []
-    with tempfile.TemporaryDirectory(prefix="relgate-bench-") as tmp:
+    with Bench("reuse"), tempfile.TemporaryDirectory(prefix="relgate-bench-") as tmp:
         root, env = make_project(Path(tmp), EXAMPLE)
         home = Path(env["RELGATE_HOME"])
         print(f"relgate: {' '.join(nox[2:])}  on a copy of examples/{EXAMPLE}")
@@ -74,10 +74,9 @@ def main(argv: list[str] | None = None) -> int:
             warm.append(wall_warm)
             print(f" round {n}:  cold {wall_cold:7.3f} s   reuse {wall_warm:6.3f} s   "
                   f"ratio {wall_warm / wall_cold:.3f}")
-    c, w = statistics.median(cold), statistics.median(warm)
-    ratio = w / c
-    print(f"\nmedian:   cold {c:.3f} s   reuse {w:.3f} s")
-    print(f"ratio reuse/cold: {ratio:.3f}   goal <= {GOAL}   {'PASS' if ratio <= GOAL else 'MISS'}")
+    print()
+    judge("--reuse on the same commit / the cold run", goal=GOAL, ours=warm, anchor=cold, fmt=".3f",
+          ours_label="reuse", anchor_label="cold (cargo clean, fresh ledger)")
     return 0
 
 

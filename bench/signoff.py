@@ -25,14 +25,13 @@ from __future__ import annotations
 
 import argparse
 import hashlib
-import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import NOOP_NOXFILE, REPO, failed, make_project, timed  # noqa: E402
+from _common import DEFAULT_ROUNDS, NOOP_NOXFILE, REPO, Bench, failed, judge, make_project, spread, timed  # noqa: E402,E501
 
 sys.path.insert(0, str(REPO))
 
@@ -96,11 +95,11 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--steps", type=int, default=10_000)
     ap.add_argument("--cells", type=int, default=1_000_000)
-    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--rounds", type=int, default=DEFAULT_ROUNDS)
     ap.add_argument("--compile-each-run", action="store_true",
                     help="keep PYTHONDONTWRITEBYTECODE from the environment (every run recompiles relgate)")
     args = ap.parse_args()
-    with tempfile.TemporaryDirectory(prefix="relgate-bench-signoff-") as tmp:
+    with Bench("signoff"), tempfile.TemporaryDirectory(prefix="relgate-bench-signoff-") as tmp:
         root, env = make_project(Path(tmp), "tinyinfer")
         env = {**env, "PYTHONPATH": str(REPO)}  # this checkout's relgate, whichever `pip install -e` points at
         if not args.compile_each_run:
@@ -159,17 +158,16 @@ def main() -> int:
                   f"{noop[-1]:.3f} s, nox -l {floor[-1]:.3f} s, "
                   f"relgate signoff re-run {cli[-1]:.3f} s, in-process re-run {inproc[-1]:.3f} s, "
                   f"python -c pass {bare[-1]:.3f} s")
-        med = {k: statistics.median(v) for k, v in
-               dict(cold=cold, rerun=rerun, floor=floor, cli=cli, inproc=inproc, bare=bare, noop=noop).items()}
-        print(f"cold nox -s signoff: {med['cold']:.2f} s (goal <= {GOAL_COLD} s) "
-              f"{'PASS' if med['cold'] <= GOAL_COLD else 'MISS'}")
-        print(f"re-run, nothing new: {med['rerun']:.3f} s (goal <= {GOAL_RERUN} s) "
-              f"{'PASS' if med['rerun'] <= GOAL_RERUN else 'MISS'}; identical bytes: yes")
-        print(f"relgate's own share of the re-run (re-run - empty nox session {med['noop']:.3f} s): "
-              f"{(med['rerun'] - med['noop']) * 1000:.0f} ms")
-        print(f"floor: python -c pass {med['bare']:.3f} s; nox -l {med['floor']:.3f} s; relgate signoff re-run "
-              f"without nox {med['cli']:.3f} s; run_signoff in-process {med['inproc']:.3f} s; "
-              f"re-run / nox -l {med['rerun'] / med['floor']:.2f}")
+        print()
+        judge("sign-off, cold nox -s signoff", goal=GOAL_COLD, ours=cold, mode="value", unit="s", fmt=".3f",
+              ours_label="cold")
+        judge("sign-off, re-run with nothing new (identical bytes every round)", goal=GOAL_RERUN, ours=rerun,
+              mode="value", unit="s", fmt=".3f", ours_label="re-run")
+        print(f"  anchor, the same rounds: an empty nox session {spread(noop)} s; re-run / empty session per round "
+              f"{spread([a / b for a, b in zip(rerun, noop)])}; relgate's own share (re-run − empty session) "
+              f"{spread([a - b for a, b in zip(rerun, noop)], 1000, '.0f')} ms")
+        print(f"  floor: python -c pass {spread(bare)} s; nox -l {spread(floor)} s; relgate signoff re-run "
+              f"without nox {spread(cli)} s; run_signoff in-process {spread(inproc)} s")
     return 0
 
 

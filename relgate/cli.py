@@ -71,7 +71,9 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     p.add_argument("--hosts", type=Path, help="host folder (default: $RELGATE_HOSTS or ./hosts)")
     p.add_argument("--home", type=Path, help="ledger home (default: $RELGATE_HOME or ./.relgate)")
     sub: Any = _Only(p.add_subparsers(dest="command", required=True, metavar="COMMAND"), only)
-    sub.add_parser("check", help="validate the manifests and hosts, print what would run")
+    ck = sub.add_parser("check", help="validate the manifests and hosts, print what would run")
+    ck.add_argument("--ledger", action="store_true",
+                    help="also run the ledger's full integrity check (otherwise only after an unclean shutdown)")
     host = sub.add_parser("host", help="run the host checks (same as nox -s host)")
     add_run_options(host)
     sub.add_parser("census", help="the lane census: every target has exactly one lane (exit 0 clean, 1 violations)")
@@ -137,10 +139,20 @@ def _cmd_check(args: argparse.Namespace) -> int:
     for host in host_pool(ws, connect=False).hosts:  # declared facts: check dials no SSH host
         print(f"  {host.name}: {host.describe()}")
     render_plan([(s.command, s.note, s.steps) for s in whole_plan(ws)], sys.stdout)
-    if ws.lanes is None:
-        return 0
-    print("lane census:")
-    return census(ws, ws.lanes, lambda line: print(f"  {line}"))
+    code = 0
+    if ws.lanes is not None:
+        print("lane census:")
+        code = census(ws, ws.lanes, lambda line: print(f"  {line}"))
+    if args.ledger:
+        from relgate.ledger.store import Ledger
+
+        if not Ledger.exists(ws.home):
+            print(f"ledger: none yet under {ws.home}")
+        else:
+            with Ledger.open(ws.home, check=True) as ledger:  # a damaged one is refused: one line, exit 2
+                print(f"ledger: {ws.home / 'ledger.sqlite3'}: full integrity check passed, "
+                      f"{len(ledger.runs())} runs")
+    return code
 
 
 def _run_stage(args: argparse.Namespace, stage: Callable[..., Any], *stage_args: Any) -> int:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from relgate.core.errors import InputError
-from relgate.evidence import cells as evidence
+from relgate.evidence import cells_parse
 from relgate.evidence.cells import (
     HEADER,
     EvidenceDiff,
@@ -626,8 +626,8 @@ def test_random_captures_match_naive(tmp_path: Path, shape: str, seed: int) -> N
 def test_fast_path_agrees_with_reference_parser() -> None:
     for _, text, expected in PARSE_CASES:
         normalized = text.removeprefix("\ufeff").replace("\r\n", "\n").removesuffix("\r")
-        reference = evidence._parse_reference(normalized, "x").to_cells()
-        fast = evidence._parse_bytes(text.encode("utf-8"), "x").to_cells()
+        reference = cells_parse._parse_reference(normalized, "x").to_cells()
+        fast = cells_parse._parse_bytes(text.encode("utf-8"), "x").to_cells()
         assert reference == fast == expected
 
 

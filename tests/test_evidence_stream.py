@@ -167,11 +167,11 @@ def _pair_of_captures(rng: random.Random) -> tuple[bytes, bytes]:
 @pytest.mark.parametrize("seed", range(200))
 def test_diff_command_fast_path_matches_the_reference(tmp_path: Path, seed: int,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from relgate.evidence import cells
-    from relgate.evidence.cells import _diff_files
+    from relgate.evidence import cells_diff
+    from relgate.evidence.cells_diff import _diff_files
 
-    monkeypatch.setattr(cells, "_WINDOW", (1, 7, 64, 4096)[seed % 4])  # windows smaller than a row too
-    monkeypatch.setattr(cells, "_NEAR", (1, 3, 32, 32)[seed % 4])
+    monkeypatch.setattr(cells_diff, "_WINDOW", (1, 7, 64, 4096)[seed % 4])  # windows smaller than a row too
+    monkeypatch.setattr(cells_diff, "_NEAR", (1, 3, 32, 32)[seed % 4])
     rng = random.Random(seed)
     base_bytes, cand_bytes = _pair_of_captures(rng)
     base = _write(tmp_path, "base.cells", base_bytes)
@@ -202,10 +202,10 @@ def test_a_hostile_candidate_gets_the_reference_answer(tmp_path: Path, seed: int
     """The diff checks only the candidate rows that differ from the base's: whatever a
     candidate holds among equal rows, the answer (or the error naming its line) is the
     reference parser's."""
-    from relgate.evidence import cells
-    from relgate.evidence.cells import _diff_files
+    from relgate.evidence import cells_diff
+    from relgate.evidence.cells_diff import _diff_files
 
-    monkeypatch.setattr(cells, "_WINDOW", (7, 64, 4096)[seed % 3])
+    monkeypatch.setattr(cells_diff, "_WINDOW", (7, 64, 4096)[seed % 3])
     rng = random.Random(1000 + seed)
     base_bytes, cand_bytes = _pair_of_captures(rng)
     lines = cand_bytes.split(b"\n")
@@ -229,7 +229,7 @@ def test_a_hostile_candidate_gets_the_reference_answer(tmp_path: Path, seed: int
 
 @pytest.mark.parametrize("where", ["header", "equal rows", "moved", "rest"])
 def test_a_bad_byte_anywhere_in_the_candidate_is_named(tmp_path: Path, where: str) -> None:
-    from relgate.evidence.cells import _diff_files
+    from relgate.evidence.cells_diff import _diff_files
 
     rows = [b"s\ta\tk%d\t%d\n" % (i, i) for i in range(50)]
     cand = list(rows)
@@ -254,7 +254,7 @@ def test_a_bad_byte_anywhere_in_the_candidate_is_named(tmp_path: Path, where: st
 
 @pytest.mark.parametrize("at", [0, 10, 49])
 def test_a_comment_shaped_like_a_row_is_a_comment_in_the_candidate(tmp_path: Path, at: int) -> None:
-    from relgate.evidence.cells import _diff_files
+    from relgate.evidence.cells_diff import _diff_files
 
     rows = [b"s\ta\tk%d\t%d\n" % (i, i) for i in range(50)]
     cand = list(rows)

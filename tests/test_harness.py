@@ -52,6 +52,24 @@ def test_recorded_harness_messages_are_known(line: str, reason: str) -> None:
     assert found is not None and found[0].reason == reason and found[1] == line.strip()
 
 
+@pytest.mark.parametrize(("line", "reason"), RECORDED)
+def test_a_known_message_after_bulk_output_in_large_chunks_is_found(line: str, reason: str) -> None:
+    """Chunks with none of the cheap test's words skip the per-line pass; a message split
+    across the chunk boundary after megabytes of output is still found."""
+    bulk = "x" * 99 + "\n"
+    scanner = HarnessScanner()
+    scanner.feed(bulk * 10_000)
+    scanner.feed(bulk * 10_000 + line[:5])
+    scanner.feed(line[5:] + "\n" + bulk * 10_000)
+    found = scanner.finish()
+    assert found is not None and found[0].reason == reason and found[1] == line.strip()
+    quiet = HarnessScanner()
+    for _ in range(5):
+        quiet.feed(bulk * 10_000 + "xx")
+    quiet.feed("\n")
+    assert quiet.finish() is None
+
+
 @pytest.mark.parametrize("line", REAL_FAILURES)
 def test_real_failures_are_not_harness_messages(line: str) -> None:
     scanner = HarnessScanner()

@@ -298,18 +298,71 @@ def test_a_ledger_nothing_changed_is_not_checked_again(tmp_path: Path, monkeypat
     home = tmp_path / "home"
     _filled_ledger(home)
     checks = _count_checks(monkeypatch)
+    Ledger.open(home).close()  # cleanly closed by _filled_ledger: not checked
+    assert len(checks) == 0
+    (home / "ledger.verified").unlink()  # a ledger no relgate closed (copied in, from before the stamp)
+    monkeypatch.setattr(Ledger, "close", lambda self: self._conn.close())  # and no stamp at close here
     Ledger.open(home).close()  # the file was just written: checked, not stamped (it is not settled)
     assert len(checks) == 1 and not (home / "ledger.verified").exists()
     _settle(monkeypatch)
     Ledger.open(home).close()  # checked and stamped
     Ledger.open(home).close()  # the same file: not read again
     assert len(checks) == 2
-    with Ledger.open(home) as ledger:  # a write changes the file: the next open checks it again
+    monkeypatch.undo()
+    checks = _count_checks(monkeypatch)
+    with Ledger.open(home) as ledger:  # a write, then a clean close: the close stamps what it left
         ledger.begin_run(session="s", argv=[], project="p", project_root=tmp_path, commit="c" * 40, branch=None,
                          dirty=False)
-    assert len(checks) == 2
     Ledger.open(home).close()
-    assert len(checks) == 3
+    assert len(checks) == 0
+    Ledger.open(home, check=True).close()  # on demand
+    assert len(checks) == 1
+
+
+_KILLED_MID_RUN = """
+import os, signal, sys
+from pathlib import Path
+from relgate.ledger.store import Ledger
+ledger = Ledger.open(Path(sys.argv[1]))
+ledger.begin_run(session="s", argv=[], project="p", project_root=Path("."), commit="c" * 40, branch=None,
+                 dirty=False)
+os.kill(os.getpid(), signal.SIGKILL)  # no close: an unclean shutdown
+"""
+
+
+def test_a_ledger_after_an_unclean_shutdown_is_checked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process killed with the ledger open leaves its write in the WAL and no stamp: the
+    next open runs the full check (and its clean close spares the one after)."""
+    home = tmp_path / "home"
+    _filled_ledger(home)
+    checks = _count_checks(monkeypatch)
+    Ledger.open(home).close()
+    assert len(checks) == 0  # closed cleanly by _filled_ledger
+    done = subprocess.run([sys.executable, "-c", _KILLED_MID_RUN, str(home)], env={**os.environ,
+                          "PYTHONPATH": str(Path(__file__).resolve().parent.parent)})
+    assert done.returncode == -signal.SIGKILL
+    with Ledger.open(home) as ledger:
+        assert len(checks) == 1
+        assert len(ledger.runs()) == 2  # the killed process's committed run is there
+    Ledger.open(home).close()
+    assert len(checks) == 1
+
+
+def test_check_ledger_on_demand_passes_a_healthy_ledger_and_refuses_a_damaged_one(tinyinfer: Project) -> None:
+    cli = [sys.executable, "-m", "relgate.cli", "check", "--ledger"]
+    done = subprocess.run(cli, cwd=tinyinfer.root, env=tinyinfer.env, capture_output=True, text=True)
+    assert done.returncode == 0 and "ledger: none yet" in done.stdout, done.stdout + done.stderr
+    home = Path(tinyinfer.env["RELGATE_HOME"])
+    _filled_ledger(home)
+    done = subprocess.run(cli, cwd=tinyinfer.root, env=tinyinfer.env, capture_output=True, text=True)
+    assert done.returncode == 0 and "full integrity check passed, 1 runs" in done.stdout, done.stdout + done.stderr
+    db = home / "ledger.sqlite3"
+    st = db.stat()
+    _damage_garbage(db)
+    os.utime(db, ns=(st.st_atime_ns, st.st_mtime_ns))
+    done = subprocess.run(cli, cwd=tinyinfer.root, env=tinyinfer.env, capture_output=True, text=True)
+    assert done.returncode == 2 and "not a healthy SQLite ledger" in done.stderr, done.stdout + done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.parametrize("damage", [_damage_truncate, _damage_garbage], ids=["truncated", "garbage-pages"])

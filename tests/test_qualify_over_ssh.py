@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from sshd_support import sshd_missing, start_sshd
+from sshd_support import _rc_prefix, sshd_missing, start_sshd
 
 from conftest import REPO, git
 
@@ -41,8 +41,11 @@ def qualify(out: Path, *args: str, path_prefix: Path | None = None) -> subproces
     env = dict(os.environ)
     if path_prefix is not None:
         env["PATH"] = f"{path_prefix}{os.pathsep}{env['PATH']}"
-    return subprocess.run([sys.executable, str(SCRIPT), "--out", str(out), *args], env=env, capture_output=True,
-                          text=True, timeout=900)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    # The script's own sshd runs in a mount namespace where ~/.bashrc is what that file sets
+    # (sshd_support._rc_prefix: the same PATH, without pyenv's 0.1-0.8 s per SSH command here).
+    return subprocess.run([*_rc_prefix(out.parent), sys.executable, str(SCRIPT), "--out", str(out), *args], env=env,
+                          capture_output=True, text=True, timeout=900)
 
 
 class Run:
@@ -72,12 +75,17 @@ class Run:
 
 @pytest.fixture(scope="module")
 def here_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The whole qualification (host checks, gate, contract, bench, sign-off, real builds of the C
+    example) through a real sshd: over 30 s on a loaded 2-core machine, run once for the module's
+    tests that read it."""
     out = tmp_path_factory.mktemp("qualify-local") / "out"
     return Run(out, qualify(out))
 
 
 @pytest.fixture(scope="module")
 def remote_run(tmp_path_factory: pytest.TempPathFactory) -> Run:
+    """The same qualification with the CPU steps on the ssh host (every build and test over SSH):
+    over 30 s here, run once for the tests that read it."""
     out = tmp_path_factory.mktemp("qualify-remote") / "out"
     return Run(out, qualify(out, "--cpu-on", "ssh"))
 
@@ -169,7 +177,9 @@ def test_cpu_arms_run_on_the_ssh_host_bring_their_evidence_back_equal_to_a_local
 
 def test_a_gpu_on_the_machine_relgate_runs_on_is_not_claimed_by_the_local_host(tmp_path: Path) -> None:
     """The device's case: the same machine is workstation and GPU box. Only the ssh host may
-    claim the GPU, and the CUDA arms it then runs are judged on what they do (here: no device)."""
+    claim the GPU, and the CUDA arms it then runs are judged on what they do (here: no device).
+    Over 30 s: a whole qualification of its own (a stand-in nvidia-smi on PATH changes placement,
+    so the module's runs cannot be shared)."""
     fake = tmp_path / "bin"
     fake.mkdir()
     (fake / "nvidia-smi").write_text(FAKE_SMI)

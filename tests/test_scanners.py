@@ -541,6 +541,41 @@ def test_stream_chunks_anywhere_equal_scan(size: int) -> None:
         assert scanner.finish() == scan(MIXED_LOG)
 
 
+@pytest.mark.parametrize("size", [4096, 65536, 1 << 20])
+def test_bulk_output_between_warnings_in_large_chunks_equals_scan(size: int) -> None:
+    """Chunks with no warning in them skip the per-line pass (one test of the whole chunk);
+    what they hold between warnings (a held echo line, a pending rustc header, a caret) still
+    counts: the result equals scanning the log line by line."""
+    bulk = "".join(f"[{n:05d}] compiling object {n} of the release build -O3\n" for n in range(6000))
+    pieces = MIXED_LOG.split("\n")
+    log = "\n".join(piece + "\n" + (bulk if n % 3 == 0 else "") for n, piece in enumerate(pieces))
+    # a line whose IGNORECASE "warning" is a non-ASCII letter, and a JSON line, after bulk output
+    log += "\n" + bulk + "make: warnıng: dotless i\n" + bulk + '{"reason": "build-finished"}\n'
+    for text in (log, log.replace("\n", "\r\n")):
+        scanner = StreamScanner()
+        for start in range(0, len(text), size):
+            scanner.feed(text[start : start + size])
+        assert scanner.finish() == scan(log) == scan_lines(log.splitlines(keepends=True))
+    assert len(scan(log)) > len(scan(MIXED_LOG))  # the dotless-i line is one more
+    # bulk output arriving as a chunk of its own right after each line: while a rustc header
+    # waits for its arrow, or a generic warning for the line that shows whether it was an echo
+    between = "".join(piece + "\n" + bulk for piece in pieces)
+    scanner = StreamScanner()
+    for piece in pieces:
+        scanner.feed(piece + "\n")
+        scanner.feed(bulk)
+    assert scanner.finish() == scan(between)
+    # a generic warning on the line after a located one is held (a source echo?); the bulk
+    # line after it is no caret, so it counts, even when that line comes in a chunk of its own
+    echo = ["k.c:3:9: warning: unused variable 'x' [-Wunused-variable]\n", "    // warning: keep x\n", bulk,
+            "   ^\nwarning: the last one\n"]
+    scanner = StreamScanner()
+    for piece in echo:
+        scanner.feed(piece)
+    assert scanner.finish() == scan("".join(echo))
+    assert len(scan("".join(echo))) == 3
+
+
 def test_crlf_and_scan_lines_equal_scan() -> None:
     expected = scan(MIXED_LOG)
     assert scan(MIXED_LOG.replace("\n", "\r\n")) == expected

@@ -91,7 +91,7 @@ def _utf8(data: bytes, source: str, lineno: int) -> None:
 
 
 def _reference_rows(lines: list[bytes], source: str, lineno: int) -> list[bytes]:
-    """Line by line, as ``cells._parse_reference`` (a row's key is up to its third tab)."""
+    """Line by line, as ``cells_parse._parse_reference`` (a row's key is up to its third tab)."""
     rows = []
     for n, line in enumerate(lines, lineno):
         if line[:1] == b"#" or (b"\t" not in line and not line.decode("utf-8").strip()):

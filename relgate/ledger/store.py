@@ -9,6 +9,11 @@ Layout under the ledger home (``.relgate/`` or ``RELGATE_HOME``)::
 A step row is written *before* the step runs, as ``error`` ("never finished"), and
 updated when it ends; a crash or a kill therefore leaves an error, never a pass.
 The schema carries a version (``PRAGMA user_version``) and migrates forward.
+
+This module holds the queries (:class:`Ledger`); the schema and its migrations are in
+:mod:`relgate.ledger.schema`, the rows in :mod:`relgate.ledger.rows`, the file's health (the
+full check, the clean-close stamp, damaged files reported in one line) in
+:mod:`relgate.ledger.integrity`. The names they held here are still importable from here.
 """
 
 from __future__ import annotations
@@ -18,271 +23,49 @@ import json
 import os
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import fields
 from datetime import datetime, timezone
 from operator import itemgetter
 from pathlib import Path
-from types import FunctionType
 from typing import Any
 
-from relgate.core.errors import ExecutionError, InputError, RelgateError
-from relgate.core.record import record
+from relgate.core.errors import ExecutionError, InputError
 from relgate.core.redact import redact_argv
 from relgate.core.verdict import Verdict
 from relgate.ledger.identity import ProjectIdentity
 
+# Ledger.open reads these names here (tests replace _quick_check and SETTLED_NS on this module).
+from relgate.ledger.integrity import (
+    SETTLED_NS,
+    _check_header,
+    _file_state,
+    _quick_check,
+    _sqlite_errors_reported,
+    _stamp,
+    _unhealthy,
+    _verified,
+)
+from relgate.ledger.rows import BaselineRow, BatchRow, DecisionRow, EvidenceRow, RunRow, StepRow
+from relgate.ledger.schema import (  # noqa: F401
+    _MIGRATIONS,
+    SCHEMA_VERSION,
+    _apply,
+    _check_schema,
+    _connect,
+    _create,
+    _split_sql,
+    _token,
+)
+
 __all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON",
            "BatchRow", "DecisionRow"]
 
-SCHEMA_VERSION = 6
 UNFINISHED_REASON = "never finished: relgate stopped before the step ended"
-
-# Each entry upgrades the schema from version i to i + 1.
-_MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE runs (
-        id TEXT PRIMARY KEY,
-        session TEXT NOT NULL,
-        argv TEXT NOT NULL,
-        project TEXT NOT NULL,
-        project_root TEXT NOT NULL,
-        commit_sha TEXT NOT NULL,
-        branch TEXT,
-        dirty INTEGER NOT NULL,
-        started TEXT NOT NULL,
-        finished TEXT,
-        outcome TEXT
-    );
-    CREATE TABLE steps (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        session TEXT NOT NULL,
-        step TEXT NOT NULL,
-        lane TEXT,
-        target TEXT,
-        host TEXT NOT NULL,
-        board TEXT,
-        driver TEXT,
-        toolkit TEXT,
-        commit_sha TEXT NOT NULL,
-        dirty INTEGER NOT NULL,
-        command TEXT NOT NULL,
-        cwd TEXT,
-        env TEXT NOT NULL DEFAULT '{}',
-        started TEXT NOT NULL,
-        duration REAL,
-        exit_code INTEGER,
-        verdict TEXT NOT NULL,
-        reason TEXT,
-        warning_count INTEGER NOT NULL DEFAULT 0,
-        warnings TEXT NOT NULL DEFAULT '[]',
-        log_path TEXT,
-        log_sha256 TEXT,
-        tail TEXT
-    );
-    CREATE INDEX steps_by_commit ON steps(commit_sha, session, step);
-    CREATE TABLE artifacts (
-        sha256 TEXT PRIMARY KEY,
-        kind TEXT NOT NULL,
-        path TEXT NOT NULL,
-        size INTEGER NOT NULL,
-        created TEXT NOT NULL
-    );
-    """,
-    # 2: evidence captured by a step, and steps that reuse an earlier identical pass.
-    """
-    ALTER TABLE steps ADD COLUMN reused_from INTEGER REFERENCES steps(id);
-    CREATE TABLE evidence (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        step_id INTEGER NOT NULL REFERENCES steps(id),
-        run_id TEXT NOT NULL REFERENCES runs(id),
-        commit_sha TEXT NOT NULL,
-        dirty INTEGER NOT NULL,
-        host TEXT NOT NULL,
-        board TEXT,
-        toolkit TEXT,
-        lane TEXT,
-        target TEXT,
-        sha256 TEXT NOT NULL,
-        path TEXT NOT NULL,
-        created TEXT NOT NULL
-    );
-    CREATE INDEX evidence_by_commit ON evidence(commit_sha, board, lane, target);
-    """,
-    # 3: accepted evidence baselines, one merged capture per release and board.
-    """
-    CREATE TABLE baselines (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        release TEXT NOT NULL,
-        board TEXT NOT NULL,
-        commit_sha TEXT NOT NULL,
-        sha256 TEXT NOT NULL,
-        path TEXT NOT NULL,
-        cells INTEGER NOT NULL,
-        accepted TEXT NOT NULL
-    );
-    CREATE INDEX baselines_by_board ON baselines(board, id);
-    """,
-    # 4: the project a row belongs to (relgate.ledger.identity); rows written before stay
-    # NULL: readable, never matched by a reuse, an evidence merge or a baseline lookup.
-    """
-    ALTER TABLE runs ADD COLUMN project_key TEXT;
-    ALTER TABLE steps ADD COLUMN project_key TEXT;
-    ALTER TABLE evidence ADD COLUMN project_key TEXT;
-    ALTER TABLE baselines ADD COLUMN project_key TEXT;
-    CREATE INDEX steps_by_project ON steps(project_key, commit_sha);
-    """,
-    # 5 (sign-off): measurement batches with their rows, and checklist decisions.
-    """
-    CREATE TABLE measure_batches (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        project TEXT NOT NULL,  -- the project's identity key (relgate.ledger.identity)
-        measure TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        side TEXT NOT NULL,
-        release TEXT,
-        commit_sha TEXT,
-        dirty INTEGER NOT NULL,
-        board TEXT NOT NULL,
-        host TEXT,
-        metadata TEXT NOT NULL,
-        warmup INTEGER NOT NULL,
-        run_id TEXT,
-        source TEXT NOT NULL,
-        sha256 TEXT,
-        path TEXT,
-        created TEXT NOT NULL
-    );
-    CREATE INDEX measure_batches_by_name ON measure_batches(project, measure, board, id);
-    CREATE TABLE measure_rows (
-        batch_id INTEGER NOT NULL REFERENCES measure_batches(id),
-        run INTEGER NOT NULL,
-        key TEXT NOT NULL,
-        metrics TEXT NOT NULL,
-        metadata TEXT NOT NULL
-    );
-    CREATE INDEX measure_rows_by_batch ON measure_rows(batch_id);
-    CREATE TABLE decisions (
-        id INTEGER PRIMARY KEY AUTOINCREMENT,
-        project TEXT NOT NULL,
-        commit_sha TEXT NOT NULL,
-        dirty INTEGER NOT NULL,
-        item TEXT NOT NULL,
-        kind TEXT NOT NULL,
-        by TEXT,
-        note TEXT,
-        step_id INTEGER REFERENCES steps(id),
-        created TEXT NOT NULL
-    );
-    CREATE INDEX decisions_by_item ON decisions(project, item, id);
-    """,
-    # 6: the unfinished steps by an index (the sign-off's fingerprint counted them by reading every step)
-    """
-    CREATE INDEX steps_unfinished ON steps(verdict, reason) WHERE verdict = 'error';
-    """,
-)
-
-
-def _token() -> str:
-    """8 random hex digits (a run id's tail, a temporary file's name)."""
-    return os.urandom(4).hex()
 
 
 def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
-
-
-@record
-class RunRow:
-    id: str
-    session: str
-    argv: str
-    project: str
-    project_root: str
-    commit_sha: str
-    branch: str | None
-    dirty: bool
-    started: str
-    finished: str | None
-    outcome: str | None
-    project_key: str | None = None
-
-
-@record
-class StepRow:
-    id: int
-    run_id: str
-    session: str
-    step: str
-    lane: str | None
-    target: str | None
-    host: str
-    board: str | None
-    driver: str | None
-    toolkit: str | None
-    commit_sha: str
-    dirty: bool
-    command: str
-    cwd: str | None
-    env: dict[str, str]
-    started: str
-    duration: float | None
-    exit_code: int | None
-    verdict: Verdict
-    reason: str | None
-    warning_count: int
-    warnings: list[dict[str, Any]]
-    log_path: str | None
-    log_sha256: str | None
-    tail: str | None
-    reused_from: int | None = None
-    project_key: str | None = None  # see relgate.ledger.identity; None: written before projects were recorded
-
-    @property
-    def project(self) -> ProjectIdentity | None:
-        return ProjectIdentity.from_key(self.project_key)
-
-    def to_json(self) -> dict[str, Any]:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["verdict"] = self.verdict.value
-        ident = self.project
-        out["project"] = None if ident is None else {"name": ident.name, "root": ident.root,
-                                                     "manifests": ident.manifests}
-        del out["project_key"]
-        return out
-
-
-@record
-class EvidenceRow:
-    id: int
-    step_id: int
-    run_id: str
-    commit_sha: str
-    dirty: bool
-    host: str
-    board: str | None
-    toolkit: str | None
-    lane: str | None
-    target: str | None
-    sha256: str
-    path: str
-    created: str
-    project_key: str | None = None
-
-
-@record
-class BaselineRow:
-    id: int
-    release: str
-    board: str
-    commit_sha: str
-    sha256: str
-    path: str
-    cells: int
-    accepted: str
-    project_key: str | None = None
 
 
 def _by_key(keys: list[str], parsed: list[dict[str, Any]] | None,
@@ -318,86 +101,6 @@ def _by_key(keys: list[str], parsed: list[dict[str, Any]] | None,
     return {k: {m: tuple(v) for m, v in per.items()} for k, per in grouped.items()}
 
 
-@record
-class BatchRow:
-    """One batch of measurement rows: a release's baseline, or runs of the candidate."""
-
-    id: int
-    project: str
-    measure: str
-    kind: str  # measure | quality
-    side: str  # release | candidate
-    release: str | None
-    commit_sha: str | None
-    dirty: bool
-    board: str
-    host: str | None
-    metadata: dict[str, str]
-    warmup: int
-    run_id: str | None
-    source: str
-    sha256: str | None
-    path: str | None
-    created: str
-
-
-@record
-class DecisionRow:
-    """A person's decision on a checklist item for one commit: attest, skip, not-validated."""
-
-    id: int
-    project: str
-    commit_sha: str
-    dirty: bool
-    item: str
-    kind: str
-    by: str | None
-    note: str | None
-    step_id: int | None
-    created: str
-
-
-def _sqlite_errors_reported(cls: type) -> type:
-    """Every public method of ``cls``: SQLite's word that the file is damaged or cannot be
-    used, wherever it comes (a page found broken mid-run, a disk that failed), becomes the
-    one line that names the ledger (:func:`_as_relgate_error`) instead of a traceback."""
-    for name, value in list(vars(cls).items()):
-        if not name.startswith("_") and isinstance(value, FunctionType):
-            setattr(cls, name, _reporting_sqlite_errors(value))
-    return cls
-
-
-def _reporting_sqlite_errors(func: Callable[..., Any]) -> Callable[..., Any]:
-    def method(self: Ledger, *args: Any, **kwargs: Any) -> Any:
-        try:
-            return func(self, *args, **kwargs)
-        except sqlite3.Error as exc:
-            reported = _as_relgate_error(self.home / "ledger.sqlite3", exc)
-            if reported is None:
-                raise
-            raise reported from None
-
-    method.__name__, method.__qualname__, method.__doc__ = func.__name__, func.__qualname__, func.__doc__
-    method.__wrapped__ = func  # type: ignore[attr-defined]
-    return method
-
-
-# SQLite's result codes (sqlite3.Error.sqlite_errorname) for a file that is damaged, and for
-# one that cannot be read or written now; any other error is relgate's own bug: a traceback.
-_DAMAGED = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
-_UNUSABLE = ("SQLITE_IOERR", "SQLITE_FULL", "SQLITE_CANTOPEN", "SQLITE_READONLY", "SQLITE_PERM", "SQLITE_BUSY",
-             "SQLITE_LOCKED")
-
-
-def _as_relgate_error(db: Path, exc: sqlite3.Error) -> RelgateError | None:
-    name = getattr(exc, "sqlite_errorname", None) or ""
-    if type(exc) is sqlite3.DatabaseError or name.startswith(_DAMAGED):
-        return _unhealthy(db, str(exc))
-    if name.startswith(_UNUSABLE):
-        return ExecutionError(f"{db}: cannot use the ledger: {exc}")
-    return None
-
-
 @_sqlite_errors_reported
 class Ledger:
     """A connection to the ledger database under ``home``; use :meth:`open`."""
@@ -407,15 +110,16 @@ class Ledger:
         self.home = home
 
     @classmethod
-    def open(cls, home: Path) -> "Ledger":
+    def open(cls, home: Path, *, check: bool = False) -> "Ledger":
         """Open (or create) the ledger under ``home``.
 
         A new ledger is built in a temporary file and linked into place, so concurrent
         first runs never race on the schema. An existing file must be a healthy SQLite
         database (header, ``PRAGMA quick_check``): anything else is refused before anything
-        writes into it, with a message that says how to move it aside. The check reads every
-        page; it is skipped when the file is, to the inode, size and change time, the one an
-        earlier check passed (see :func:`_file_state`)."""
+        writes into it, with a message that says how to move it aside. The full check reads
+        every page, so it runs only where the file is not, to the inode, size and change time,
+        the one the last clean close (or an earlier check) left (see :func:`_file_state`):
+        after an unclean shutdown, a write by anything else, or with ``check`` (on demand)."""
         home = Path(home)
         db = home / "ledger.sqlite3"
         try:
@@ -424,7 +128,7 @@ class Ledger:
                 _create(db)
             _check_header(db)
             before = _file_state(db)
-            if before is None or before != _verified(home):
+            if check or before is None or before != _verified(home):
                 _check_schema(db)  # a healthy SQLite file is not yet a relgate ledger: read it, write nothing
             conn = _connect(db)
             state = _file_state(db)  # as the connection found it (journal_mode=WAL may have written)
@@ -434,7 +138,7 @@ class Ledger:
             raise InputError(f"{home}: cannot create the ledger home: {exc.strerror or exc}") from None
         ledger = cls(conn, home)
         try:
-            if state is None or state != _verified(home):
+            if check or state is None or state != _verified(home):
                 problems = _quick_check(conn)
                 if problems != ["ok"]:
                     raise _unhealthy(db, "; ".join(problems[:3]))
@@ -455,7 +159,12 @@ class Ledger:
         return (Path(home) / "ledger.sqlite3").exists()
 
     def close(self) -> None:
+        """Close the connection; the last one out (no frames left in the WAL) stamps the file's
+        state as cleanly closed, so the next open skips the full check."""
         self._conn.close()
+        state = _file_state(self.home / "ledger.sqlite3")
+        if state is not None and state != _verified(self.home):
+            _stamp(self.home, state)
 
     def __enter__(self) -> "Ledger":
         return self
@@ -859,7 +568,6 @@ class Ledger:
         return None if stored is None else self.home / stored
 
 
-_HEADER = b"SQLite format 3\x00"
 _FINGERPRINT = (
     "SELECT (SELECT COALESCE(MAX(id), 0) FROM steps), (SELECT COUNT(*) FROM steps WHERE verdict = 'error'"
     " AND reason = ?), (SELECT COALESCE(MAX(id), 0) FROM evidence), (SELECT COALESCE(MAX(id), 0) FROM"
@@ -867,173 +575,6 @@ _FINGERPRINT = (
     " decisions), (SELECT COUNT(*) FROM runs WHERE finished IS NULL)")
 
 
-def _connect(db: Path) -> sqlite3.Connection:
-    conn = sqlite3.connect(db, timeout=30, isolation_level=None)
-    conn.row_factory = sqlite3.Row
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.execute("PRAGMA synchronous=NORMAL")  # WAL + NORMAL: never corrupt, one fsync per checkpoint
-    conn.execute("PRAGMA foreign_keys=ON")
-    return conn
-
-
-def _apply(conn: sqlite3.Connection, version: int) -> None:
-    for statement in _split_sql(_MIGRATIONS[version - 1]):
-        conn.execute(statement)
-    conn.execute(f"PRAGMA user_version = {version}")
-
-
-def _create(db: Path) -> None:
-    """A complete ledger in a temporary file, linked into place; the loser of a race keeps
-    the winner's file (a 0-byte ``ledger.sqlite3`` is therefore never relgate's own)."""
-    tmp = db.with_name(f".{db.name}.{_token()}.tmp")
-    try:
-        conn = sqlite3.connect(tmp, isolation_level=None)
-        try:
-            conn.execute("PRAGMA journal_mode=WAL")
-            conn.execute("BEGIN IMMEDIATE")
-            for version in range(1, SCHEMA_VERSION + 1):
-                _apply(conn, version)
-            conn.execute("COMMIT")
-        finally:
-            conn.close()
-        try:
-            os.link(tmp, db)
-        except FileExistsError:
-            pass
-    finally:
-        for leftover in (tmp, tmp.with_name(tmp.name + "-wal"), tmp.with_name(tmp.name + "-shm")):
-            if leftover.exists():
-                leftover.unlink()
-
-
-# The full check (``PRAGMA quick_check``) reads every page: on a ledger of 10,000 steps it
-# cost more than the rest of a sign-off re-run. It is skipped when the file is the one an
-# earlier check passed, by ``ledger.verified`` in the home: device, inode, size, mtime and
-# ctime of ``ledger.sqlite3``, written only after a passed check, only while no WAL holds
-# frames, and only for a state older than SETTLED_NS. Every write to the file (relgate's own,
-# a truncation, garbage written over pages, even with the mtime put back) sets its ctime to
-# the clock's now, which user space cannot set back; a state stamped only once it is that
-# old can therefore never be confused with a later one on a file system whose clock ticks
-# coarsely (a write in the same tick as the stamped one would keep the ctime). relgate's
-# own runs change the file, so the check runs again on the next open after one: what is
-# spared is the re-open of a ledger nothing wrote to (a sign-off re-run, status).
-SETTLED_NS = 2_000_000_000
-_VERIFIED = "ledger.verified"
-
-
-def _quick_check(conn: sqlite3.Connection) -> list[str]:
-    return [r[0] for r in conn.execute("PRAGMA quick_check")]
-
-
-def _file_state(db: Path) -> list[int] | None:
-    """What identifies the ledger's content without reading it; None while a WAL file holds
-    frames (another process is writing, or one crashed): such a ledger is always checked."""
-    try:
-        st = os.stat(db)
-    except OSError:
-        return None
-    try:
-        if os.stat(f"{db}-wal").st_size:
-            return None
-    except FileNotFoundError:
-        pass
-    except OSError:
-        return None
-    return [st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-
-
-#: Ends a stamp written after the schema check too (issue 23): an older stamp is checked again.
-_STAMP_TAG = "schema-checked"
-
-
-def _verified(home: Path) -> list[int] | None:
-    try:
-        data = json.loads((home / _VERIFIED).read_text())
-    except (OSError, ValueError):
-        return None
-    return data[:-1] if isinstance(data, list) and data[-1:] == [_STAMP_TAG] else None
-
-
-def _stamp(home: Path, state: list[int]) -> None:
-    tmp = home / f".{_VERIFIED}.{_token()}.tmp"
-    try:
-        tmp.write_text(json.dumps([*state, _STAMP_TAG]))
-        os.replace(tmp, home / _VERIFIED)
-    except OSError:  # a read-only home: the next open checks again
-        tmp.unlink(missing_ok=True)
-
-
-def _check_header(db: Path) -> None:
-    with open(db, "rb") as fh:
-        head = fh.read(len(_HEADER))
-    if not head:
-        raise _unhealthy(db, "the file is empty (0 bytes)")
-    if head != _HEADER:
-        raise _unhealthy(db, "the file does not start with the SQLite header")
-
-
-def _expected_schema(version: int) -> dict[str, set[str]]:
-    """table → columns of a ledger at schema ``version``, as its migrations make it."""
-    cached = _EXPECTED.get(version)
-    if cached is None:
-        conn = sqlite3.connect(":memory:")
-        try:
-            for step in range(1, version + 1):
-                _apply(conn, step)
-            cached = _EXPECTED[version] = _schema_of(conn)
-        finally:
-            conn.close()
-    return cached
-
-
-_EXPECTED: dict[int, dict[str, set[str]]] = {}
-
-
-def _schema_of(conn: sqlite3.Connection) -> dict[str, set[str]]:
-    found: dict[str, set[str]] = {}
-    for table, column in conn.execute("SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) "
-                                      "AS p WHERE m.type = 'table' AND m.name NOT LIKE 'sqlite_%'"):
-        found.setdefault(table, set()).add(column)
-    return found
-
-
-def _check_schema(db: Path) -> None:
-    """The file is a relgate ledger: a schema version relgate wrote, and every table and column
-    that version has. Anything else is refused before anything (even ``journal_mode=WAL``, which
-    rewrites the header) is written into it: this reads through a connection of its own."""
-    conn = sqlite3.connect(db, timeout=30, isolation_level=None)
-    try:
-        version = int(conn.execute("PRAGMA user_version").fetchone()[0])
-        found = _schema_of(conn)
-    finally:
-        conn.close()
-    if version <= 0:  # relgate links a complete ledger into place: a version-0 file is never its own
-        held = f"it holds tables relgate never made: {', '.join(sorted(found)[:5])}" if found else "it has no tables"
-        raise _foreign(db, f"schema version {version}, {held}")
-    if version > SCHEMA_VERSION:
-        return  # _migrate says: upgrade relgate
-    expected = _expected_schema(version)
-    missing = sorted(set(expected) - set(found))
-    if missing:
-        raise _foreign(db, f"schema version {version} but the table{'s' if len(missing) > 1 else ''} "
-                           f"{', '.join(missing)} {'are' if len(missing) > 1 else 'is'} missing")
-    for table in sorted(expected):
-        lacking = sorted(expected[table] - found[table])
-        if lacking:
-            raise _foreign(db, f"schema version {version} but table {table} lacks the column"
-                               f"{'s' if len(lacking) > 1 else ''} {', '.join(lacking)}")
-
-
-def _foreign(db: Path, why: str) -> InputError:
-    return InputError(f"{db}: an SQLite file but not a relgate ledger ({why}); relgate writes nothing into it. "
-                      f"Move it aside (mv {db} {db}.foreign, and any {db.name}-wal and -shm with it) and run again "
-                      "to start a fresh ledger")
-
-
-def _unhealthy(db: Path, why: str) -> InputError:
-    return InputError(f"{db}: not a healthy SQLite ledger ({why}); relgate writes nothing into it. Move it "
-                      f"aside (mv {db} {db}.broken, and any {db.name}-wal and -shm with it) and run again "
-                      "to start a fresh ledger")
 
 
 def _step_row(r: sqlite3.Row) -> StepRow:
@@ -1058,5 +599,3 @@ def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_.," else "_" for ch in name)
 
 
-def _split_sql(script: str) -> list[str]:
-    return [s.strip() for s in script.split(";") if s.strip()]

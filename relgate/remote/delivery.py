@@ -86,22 +86,24 @@ def deliver(ex: SshExecutor, *, repo: Path, commit: str, workdir: str, project: 
                                f"rc=$?; rm -f {q(remote_bundle)}; exit $rc", timeout=600)
         if code != 0:
             raise SshError(f"{ex.spec.name}: the bundle of {commit[:12]} did not apply: {out.strip()[-300:]}")
-    reused = True
-    code, out = ex.capture(f"[ -d {q(checkout)} ] && git -C {q(checkout)} rev-parse HEAD")
-    if code != 0 or out.strip() != commit:
-        reused = False
-        code, out = ex.capture(f"rm -rf {q(checkout)}; git -C {q(bare)} worktree prune; "
-                               f"git -C {q(bare)} worktree add -q --detach {q(checkout)} {commit} 2>&1", timeout=600)
-        if code != 0:
-            raise SshError(f"{ex.spec.name}: cannot check out {commit[:12]} in {checkout}: {out.strip()[-300:]}")
-    else:
-        # Reused: tracked files as committed (build outputs, untracked, stay as a warm cache).
-        code, out = ex.capture(f"git -C {q(checkout)} diff --quiet HEAD -- || git -C {q(checkout)} checkout -qf HEAD")
-    code, out = ex.capture(f"git -C {q(checkout)} rev-parse HEAD && git -C {q(checkout)} diff --quiet HEAD -- && "
-                           "echo clean")
-    lines = out.split()
-    if code != 0 or not lines or lines[0] != commit or lines[-1] != "clean":
-        raise SshError(f"{ex.spec.name}: HEAD of {checkout} is {lines[0][:12] if lines else 'unknown'}, "
+    # One round trip: the checkout reused (tracked files as committed; build outputs and
+    # untracked files stay as a warm cache) or made afresh, then its HEAD and tracked files verified.
+    code, out = ex.capture(
+        f"c={q(checkout)}; b={q(bare)}; "
+        f'if [ -d "$c" ] && [ "$(git -C "$c" rev-parse HEAD 2>/dev/null)" = {commit} ]; then echo @reused; '
+        f'git -C "$c" diff --quiet HEAD -- || git -C "$c" checkout -qf HEAD; '
+        f'else rm -rf "$c"; git -C "$b" worktree prune; '
+        f'git -C "$b" worktree add -q --detach "$c" {commit} 2>&1 || {{ echo @not-checked-out; exit 3; }}; fi; '
+        f'echo "@head $(git -C "$c" rev-parse HEAD)"; git -C "$c" diff --quiet HEAD -- && echo @clean',
+        timeout=600)
+    if "@not-checked-out" in out:
+        text = out.replace("@not-checked-out", "").strip()
+        raise SshError(f"{ex.spec.name}: cannot check out {commit[:12]} in {checkout}: {text[-300:]}")
+    reused = re.search(r"^@reused$", out, re.MULTILINE) is not None
+    head = re.search(r"^@head (\S*)$", out, re.MULTILINE)
+    found = head.group(1) if head else ""
+    if code != 0 or found != commit or not re.search(r"^@clean$", out, re.MULTILINE):
+        raise SshError(f"{ex.spec.name}: HEAD of {checkout} is {found[:12] or 'unknown'}, "
                        f"not the candidate {commit[:12]} (or its tracked files differ); nothing was run")
     sub = project_subdir.strip("/")
     project_dir = checkout if sub in ("", ".") else f"{checkout}/{sub}"

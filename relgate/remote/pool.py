@@ -131,6 +131,7 @@ class RemoteExecutor:
         self._deliveries: dict[str, Delivery] = {}  # commit → its verified checkout on the host
         self._lock: HostLock | None = None
         self._workdir: str | None = None
+        self._folders: set[str] = set()  # remote folders made in this run (the evidence folder)
         self._guard = threading.Lock()
 
     def detect(self) -> Host:
@@ -215,10 +216,13 @@ class RemoteExecutor:
             base = remote_layout(self._remote_workdir(), self._ctx.project)
             remote_evidence = f"{base}/evidence/{self._ctx.token}/{local_evidence.name}"
             env[self._ctx.evidence_env] = remote_evidence
-            try:
-                self.ssh.capture(f"mkdir -p {shlex.quote(str(PurePosixPath(remote_evidence).parent))}")
-            except SshError as exc:
-                return self._refused(request, sink, str(exc), started)
+            folder = str(PurePosixPath(remote_evidence).parent)  # one per run and host: made once
+            if folder not in self._folders:
+                try:
+                    self.ssh.capture(f"mkdir -p {shlex.quote(folder)}")
+                except SshError as exc:
+                    return self._refused(request, sink, str(exc), started)
+                self._folders.add(folder)
         result = self.ssh.run(replace(request, cwd=cwd, env=env), sink)
         if local_evidence is None:
             return result

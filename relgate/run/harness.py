@@ -53,6 +53,21 @@ KNOWN_MESSAGES: tuple[KnownMessage, ...] = (
 
 _ANY = LazyPattern("|".join(f"(?P<m{i}>{m.pattern})" for i, m in enumerate(KNOWN_MESSAGES)), re.MULTILINE)
 _CHEAP = re.compile(r"\[\d+\]|network|download|CUDA|cuda", re.IGNORECASE)
+_BRACKET = re.compile(r"\[\d+\]")
+_CHEAP_WORDS = ("network", "download", "cuda")
+
+
+def _may_match(text: str) -> bool:
+    """False only when no line of ``text`` can pass ``_CHEAP``: one test of a whole chunk, so
+    bulk output with no such word is not split into lines at all. ASCII text is lower-cased
+    once and searched for the words (exactly ``_CHEAP``'s IGNORECASE there); other text gets
+    ``_CHEAP`` itself (IGNORECASE folds a few non-ASCII letters onto ASCII ones)."""
+    if not text.isascii():
+        return _CHEAP.search(text) is not None
+    if "[" in text and _BRACKET.search(text):
+        return True
+    lower = text.lower()
+    return any(word in lower for word in _CHEAP_WORDS)
 
 
 class HarnessScanner:
@@ -65,7 +80,11 @@ class HarnessScanner:
     def feed(self, chunk: str) -> None:
         if self.found is not None:
             return
-        lines = (self._buffer + chunk).split("\n")
+        text = self._buffer + chunk
+        if not _may_match(text):  # no line here can hold a known message
+            self._buffer = text[text.rfind("\n") + 1:][-4096:]
+            return
+        lines = text.split("\n")
         self._buffer = lines.pop()[-4096:]  # a line longer than that is no tool's message
         for line in lines:
             if self._line(line):

@@ -124,6 +124,19 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|
 # Cheap test first: only lines containing this (or JSON, or a pending "-->") go further.
 _HAS_WARNING = re.compile("warning", re.IGNORECASE)
 
+
+def _may_warn(text: str) -> bool:
+    """False only when no line of ``text`` (whole lines and a partial last one) can reach past
+    the scanner's cheap test: none names a warning, none starts with ``{`` (JSON), and there is
+    no escape sequence whose removal could join one up. One test of a whole chunk; ASCII text
+    is lower-cased once (exactly ``_HAS_WARNING``'s IGNORECASE there), other text gets the
+    regex itself (IGNORECASE folds a few non-ASCII letters onto ASCII ones)."""
+    if "\x1b" in text or ("{" in text and (text.startswith("{") or "\n{" in text or "\r{" in text)):
+        return True
+    if not text.isascii():
+        return _HAS_WARNING.search(text) is not None
+    return "warning" in text.lower()
+
 # gcc/clang/hipcc: "file:line:col: warning: msg [-Wflag]" and "file:line: warning: msg".
 _GCC = re.compile(
     r"^(?P<file>\S.*?):(?P<line>\d+):(?:(?P<col>\d+):)?\s*warning\s*:\s*(?P<msg>.*)$"
@@ -230,10 +243,18 @@ class StreamScanner:
         if "\n" not in chunk:
             self._buffer += chunk
             return
-        lines = (self._buffer + chunk).split("\n")
+        text = self._buffer + chunk
+        if self._idle() and not _may_warn(text):  # bulk output naming no warning: no line to look at
+            self._buffer = text[text.rfind("\n") + 1:]
+            return
+        lines = text.split("\n")
         self._buffer = lines.pop()
         for line in lines:
             self._line(line)
+
+    def _idle(self) -> bool:
+        """Nothing held between lines: a line that names no warning and is no JSON changes nothing."""
+        return self._held is None and self._pending is None and not self._echo_next
 
     def finish(self) -> list[CompilerWarning]:
         """Scan what is left and return every warning found, in order, each once."""

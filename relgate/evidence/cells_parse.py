@@ -1,0 +1,375 @@
+"""Evidence cells, reading: the capture rules and both parsers (the whole-buffer fast path and
+the line-by-line reference that names the first bad ``file:line``), merging captures.
+
+The rules and how the fast paths work: :mod:`relgate.evidence.cells`.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Set as AbstractSet
+from contextlib import contextmanager
+from itertools import repeat
+from operator import itemgetter
+from pathlib import Path
+from typing import Any
+
+from relgate.core.errors import InputError
+from relgate.core.record import record
+
+__all__ = ["Cell", "HEADER", "merge_captures", "parse_cells", "read_cells"]
+
+Cell = tuple[str, str, str]
+"""One evidence cell's identity: ``(suite, arm, key)``."""
+
+HEADER = "# relgate evidence"
+"""First line of every capture :func:`write_cells` writes."""
+
+_EXPECTED = "expected suite<TAB>arm<TAB>key<TAB>value"
+_FIELD_NAMES = ("suite", "arm", "key")
+_BOM = "\ufeff"
+_BOM_BYTES = _BOM.encode("utf-8")
+_ROW_SHAPE = b"\t\t\t\n"  # a well-formed row with everything but tabs and LF deleted
+_NOT_TAB_OR_LF = bytes(b for b in range(256) if b not in (0x09, 0x0A))
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+@contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while millions of acyclic objects are built and compared.
+
+    A collection would only walk the big lists and find nothing to free; the previous
+    state is restored on exit.
+    """
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _prehash(items: Iterable[Any]) -> None:
+    """Compute (and, for strings, cache) every item's hash in one sequential pass.
+
+    Building or probing a big set then only waits on memory: measured, the pass plus
+    the set operation take about two thirds of the set operation alone.
+    """
+    deque(map(hash, items), maxlen=0)
+
+
+def _split_key(flat_key: str) -> Cell:
+    suite, arm, key = flat_key.split("\t")
+    return (suite, arm, key)
+
+
+def _as_cell(key: Any) -> Cell:
+    return key  # type: ignore[no-any-return]
+
+
+def _split_line(line: str) -> tuple[str, str]:
+    """A row's ``("suite\tarm\tkey", value)``: the value is everything after the third tab."""
+    suite, arm, key, value = line.split("\t", 3)
+    return f"{suite}\t{arm}\t{key}", value
+
+
+def _pair(row: tuple[Any, str]) -> tuple[Any, str]:
+    return row
+
+
+@record(eq=False)
+class _Side:
+    """One capture, column-wise, for diffing.
+
+    ``keys``: unique, in first-write order. ``rows[i]``: the row that holds ``keys[i]``'s
+    effective (last-written) value, such that two sides' rows are equal exactly when
+    key and value are: a line ``"suite\\tarm\\tkey\\tvalue"`` for parsed captures
+    (keyed by ``"suite\\tarm\\tkey"``), a ``(cell, value)`` pair for mappings.
+    ``index``: membership of ``keys``. ``split_row``: a row's ``(key, value)``.
+    ``to_cell``: a key's ``(suite, arm, key)``.
+    """
+
+    keys: list[Any]
+    rows: list[Any]
+    index: AbstractSet[Any]
+    split_row: Callable[[Any], tuple[Any, str]]
+    to_cell: Callable[[Any], Cell]
+
+    @classmethod
+    def of_lines(cls, keys: list[str], lines: list[str], index: AbstractSet[str]) -> _Side:
+        return cls(
+            keys=keys, rows=lines, index=index, split_row=_split_line, to_cell=_split_key
+        )
+
+    @classmethod
+    def of_mapping(cls, cells: Mapping[Cell, str]) -> _Side:
+        rows = list(cells.items())
+        return cls(
+            keys=list(map(itemgetter(0), rows)),
+            rows=rows,
+            index=cells.keys(),
+            split_row=_pair,
+            to_cell=_as_cell,
+        )
+
+    def value_at(self, position: int) -> str:
+        return self.split_row(self.rows[position])[1]
+
+    def to_cells(self) -> dict[Cell, str]:
+        """The capture as a ``{(suite, arm, key): value}`` mapping (rows are lines)."""
+        with _gc_paused():
+            return dict(
+                zip(
+                    map(tuple, map(str.split, self.keys, repeat("\t"))),
+                    map(itemgetter(3), map(str.split, self.rows, repeat("\t"), repeat(3))),
+                )
+            )
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+def _decode(data: bytes, source: str) -> str:
+    """Decode UTF-8; an invalid byte is an error naming ``source:line``."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        lineno = 1 + data.count(b"\n", 0, exc.start)
+        raise InputError(
+            f"{source}:{lineno}: evidence is not valid UTF-8 "
+            f"(byte 0x{data[exc.start]:02x}: {exc.reason})"
+        ) from None
+
+
+def _normalize(text: str) -> str:
+    """Drop a leading BOM and turn CRLF into LF (line numbers are unchanged)."""
+    if text.startswith(_BOM):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n")
+        if text.endswith("\r"):  # a CR-terminated last line without LF
+            text = text[:-1]
+    return text
+
+
+def _is_skipped(line: str) -> bool:
+    """A comment (starts with ``#``) or a blank line (whitespace only, no tab)."""
+    return line[:1] == "#" or ("\t" not in line and not line.strip())
+
+
+def _parse_reference(text: str, source: str) -> _Side:
+    """The reference parser, one line at a time; raises on the first malformed row."""
+    lines: dict[str, str] = {}
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if _is_skipped(line):
+            continue
+        fields = line.split("\t", 3)  # the value is everything after the third tab
+        if len(fields) != 4:
+            raise InputError(
+                f"{source}:{lineno}: malformed evidence row: {_EXPECTED}, "
+                f"got {len(fields)} fields"
+            )
+        for name, field in zip(_FIELD_NAMES, fields):
+            if not field:
+                raise InputError(
+                    f"{source}:{lineno}: malformed evidence row: {_EXPECTED}, "
+                    f"got an empty {name}"
+                )
+        lines["\t".join(fields[:3])] = line
+    return _Side.of_lines(list(lines), list(lines.values()), lines.keys())
+
+
+def _side_from_rows(lines: list[str]) -> _Side:
+    """Key well-formed rows (exactly three tabs, no empty name); last write wins."""
+    with _gc_paused():
+        # Streamed: each (key, tab, value) triple is freed as soon as its key is taken.
+        keys = list(map(itemgetter(0), map(str.rpartition, lines, repeat("\t"))))
+        _prehash(keys)
+        index = set(keys)
+        if len(index) == len(keys):
+            return _Side.of_lines(keys, lines, index)
+        # A key written more than once: the first write sets the position, the last
+        # one the value.
+        latest = dict(zip(keys, lines))
+        return _Side.of_lines(list(latest), list(latest.values()), latest.keys())
+
+
+def _parse_text(text: str, source: str) -> _Side:
+    """Parse normalized text: filter comments and blank lines, check, key."""
+    lines = text.split("\n")
+    if not lines[-1]:
+        lines.pop()
+    if text.startswith("#") or "\n#" in text or "" in lines:
+        lines = [line for line in lines if line and line[0] != "#"]
+    if (
+        lines
+        and text[:1] != "\t"
+        and "\n\t" not in text
+        and "\t\t" not in text
+        and set(map(str.count, lines, repeat("\t"))) == {3}
+    ):
+        return _side_from_rows(lines)
+    return _parse_reference(text, source)  # rows with tabs in values; a bad row: names the first bad line
+
+
+def _normalized(data: bytes) -> tuple[bytes, int, int]:
+    """A capture's bytes without BOM and CRs before LF, how many header lines (comments and
+    empty lines before the first row) it starts with, and where its rows start."""
+    if data.startswith(_BOM_BYTES):
+        data = data[len(_BOM_BYTES) :]
+    if b"\r" in data:
+        data = data.replace(b"\r\n", b"\n")
+        if data.endswith(b"\r"):
+            data = data[:-1]
+    start = header_lines = 0
+    while data.startswith((b"#", b"\n"), start):
+        end = data.find(b"\n", start)
+        start = len(data) if end < 0 else end + 1
+        header_lines += 1
+    return data, header_lines, start
+
+
+def _well_formed(data: bytes, start: int) -> bool:
+    """Whether the rows from ``start`` on (at least one) are all well formed: exactly three
+    tabs, no empty suite, arm or key, no comment. Whole-buffer checks; no copy is made."""
+    if start >= len(data):
+        return False
+    header_shape = data[:start].translate(None, _NOT_TAB_OR_LF)
+    tabs_and_lfs = data.translate(None, _NOT_TAB_OR_LF)
+    # LFs counted in the tabs and LFs alone: a tenth of the bytes to scan
+    rows = tabs_and_lfs.count(b"\n") - header_shape.count(b"\n") + (not data.endswith(b"\n"))
+    shape = _ROW_SHAPE * rows
+    if not data.endswith(b"\n"):
+        shape = shape[:-1]
+    return (
+        # exactly three tabs on every line
+        len(tabs_and_lfs) == len(header_shape) + len(shape)
+        and tabs_and_lfs.endswith(shape)
+        # no empty suite, arm or key (rfind: a backward search skips faster here)
+        and not data.startswith(b"\t", start)
+        and data.rfind(b"\n\t", start) < 0
+        and data.rfind(b"\t\t", start) < 0
+        # no comment among the rows (the first one included: ``start`` may be any row's)
+        and not data.startswith(b"#", start)
+        and (data.find(b"#", start) < 0 or data.rfind(b"\n#", start) < 0)
+    )
+
+
+def _utf8(data: bytes) -> bool:
+    if data.isascii():
+        return True
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _parse_bytes(data: bytes, source: str) -> _Side:
+    """Parse a capture's bytes; the fast path takes a header of comments, then rows."""
+    data, header_lines, start = _normalized(data)
+    fast = _well_formed(data, start)
+    text = _decode(data, source)
+    del data
+    if not fast:
+        return _parse_text(text, source)
+    lines = text.split("\n")
+    del text, lines[:header_lines]
+    if not lines[-1]:
+        lines.pop()
+    return _side_from_rows(lines)
+
+
+def _base_body(data: bytes) -> tuple[bytes, int] | None:
+    """A capture's bytes (ending with LF) and where its rows start, when it has the usual
+    shape (a header, then well-formed rows) and is valid UTF-8; None for anything else (the
+    reference parser then reads it)."""
+    data, _header_lines, start = _normalized(data)
+    if not _well_formed(data, start) or not _utf8(data):
+        return None
+    return (data if data.endswith(b"\n") else data + b"\n"), start
+
+
+def _candidate_body(data: bytes) -> tuple[bytes, int]:
+    """The candidate's bytes (ending with LF) and where its rows start, *not* checked: the
+    diff checks only the rows that differ from the base's (a row equal to a base row is
+    well formed and valid UTF-8, as every base row is)."""
+    data, _header_lines, start = _normalized(data)
+    return (data if data.endswith(b"\n") or not data else data + b"\n"), start
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such evidence file") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: is a directory, not an evidence file") from None
+    except OSError as exc:
+        raise InputError(
+            f"{path}: cannot read evidence file: {exc.strerror or exc}"
+        ) from None
+
+
+def _read_meanwhile(path: Path) -> Callable[..., bytes]:
+    """Start reading ``path`` in a thread (a read releases the GIL: the copy out of the page
+    cache runs beside whatever this thread does); the call returned waits for the bytes and
+    raises :func:`_read_bytes`'s error (with ``keep=False`` it only waits, and drops both)."""
+    import threading
+
+    got: list[bytes] = []
+    failed: list[InputError] = []
+
+    def read() -> None:
+        try:
+            got.append(_read_bytes(path))
+        except InputError as exc:
+            failed.append(exc)
+
+    reader = threading.Thread(target=read, name="relgate-read-candidate", daemon=True)
+    reader.start()
+
+    def wait(keep: bool = True) -> bytes:
+        reader.join()
+        if not keep:
+            got.clear()
+            return b""
+        if failed:
+            raise failed[0]
+        return got.pop()
+
+    return wait
+
+
+def _read_side(path: Path) -> _Side:
+    path = Path(path)
+    # The bytes are passed on, not kept here, so the parser can free them early.
+    return _parse_bytes(_read_bytes(path), str(path))
+
+
+def parse_cells(text: str, *, source: str) -> dict[Cell, str]:
+    """Parse a capture's text; ``source`` names it in error messages.
+
+    Raises ``InputError("SOURCE:LINE: malformed evidence row: ...")`` on a bad row.
+    """
+    return _parse_text(_normalize(text), source).to_cells()
+
+
+def read_cells(path: Path) -> dict[Cell, str]:
+    """Read and parse one capture file; a missing file is an ``InputError``."""
+    return _read_side(path).to_cells()
+
+
+def merge_captures(captures: Iterable[Mapping[Cell, str]]) -> dict[Cell, str]:
+    """Merge several captures into one; for a cell in several, the later one wins."""
+    merged: dict[Cell, str] = {}
+    for capture in captures:
+        merged.update(capture)
+    return merged
+
+
