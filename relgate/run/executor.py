@@ -248,13 +248,14 @@ class LocalExecutor:
                 pass  # the spawn error is the news; the log's own failure shows on the next step
             return result(spawn_error=message)
 
-        self._guardian.watch(proc.pid, tag)
         since = None if mark is None else (mark, proc.pid)
-        pump = _Pump(proc, sink, tail, redact)
-        reader = threading.Thread(target=pump.run, daemon=True)
-        reader.start()
+        pump: _Pump | None = None
         timed_out = False
-        try:
+        try:  # from the spawn on: a stop while the guardian starts or the reader starts still ends the command
+            self._guardian.watch(proc.pid, tag)
+            pump = _Pump(proc, sink, tail, redact)
+            reader = threading.Thread(target=pump.run, daemon=True)
+            reader.start()
             try:
                 self._wait(proc, request.timeout)
             except subprocess.TimeoutExpired:
@@ -281,7 +282,8 @@ class LocalExecutor:
                 _kill_group(proc, self._grace)  # a second stop here SIGKILLs at once and goes on up
             finally:
                 kill_pids(tagged(tag, since=since))
-                pump.close()
+                if pump is not None:
+                    pump.close()
             raise
         finally:
             self._guardian.release(proc.pid)
