@@ -1,4 +1,5 @@
-"""Writing an output file (a report, a sign-off file) so that it is whole or absent.
+"""Files: writing an output file (a report, a sign-off file) so that it is whole or absent,
+and a file's sha256 read in blocks.
 
 A regular file (or a new one) is written to a temporary file beside it and renamed into
 place. A device or a pipe (``/dev/stdout``, ``/dev/null``, a FIFO) is written into, never
@@ -9,6 +10,7 @@ place) is an :class:`InputError` naming the file: exit 2, never a green run.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import stat
 import tempfile
@@ -16,7 +18,16 @@ from pathlib import Path
 
 from relgate.core.errors import InputError
 
-__all__ = ["write_output"]
+__all__ = ["write_output", "sha256_file"]
+
+
+def sha256_file(path: Path) -> str:
+    """The hex sha256 of ``path``'s bytes, read 1 MiB at a time."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def write_output(path: Path, data: bytes, *, what: str = "the report") -> None:

@@ -35,7 +35,6 @@ manifest). :mod:`relgate.publish` shares the spec, the work folder and the expor
 from __future__ import annotations
 
 import email.parser
-import hashlib
 import os
 import re
 import shlex
@@ -49,6 +48,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from relgate.core.errors import ExecutionError
+from relgate.core.files import sha256_file
 from relgate.core.record import record
 from relgate.core.redact import Redactor
 from relgate.ledger.gitfacts import GitFacts
@@ -233,13 +233,6 @@ def _guarded(name: str, action: Callable[[Callable[[str], None]], int]) -> Calla
     return run
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
 
 def _safe(write: Callable[[str], None]) -> Callable[[str], None]:
     """``write`` with secrets of the environment hidden (actions write to the log directly)."""
@@ -299,7 +292,7 @@ def extract_step(plan: Plan, sources: Sequence[tuple[Path, str, str, Path, bool]
         plan.roots.clear()
         for folder, pattern, what, dest, main in sources:
             archive = find_one(folder, pattern, what)
-            write(f"{archive.name}: {archive.stat().st_size} bytes, sha256 {_sha256(archive)}")
+            write(f"{archive.name}: {archive.stat().st_size} bytes, sha256 {sha256_file(archive)}")
             try:
                 extracted = extract(archive, plan.work.unpacked / archive.name, limits=plan.manifest.package.limits)
             except ArchiveError as exc:

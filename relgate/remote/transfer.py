@@ -20,6 +20,7 @@ from typing import Any, Protocol
 
 import paramiko
 
+from relgate.core.files import sha256_file
 from relgate.manifest.specs import HostSpec
 from relgate.remote.errors import SshError
 
@@ -113,13 +114,6 @@ def get(ex: SshExecutor, remote: str, local: Path) -> bool:
         raise _fallback_failed(ex, exc) from None
 
 
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
 
 def _open(ex: SshExecutor, command: str) -> Any:
     try:
@@ -133,7 +127,7 @@ def _open(ex: SshExecutor, command: str) -> Any:
 
 def _put_exec(ex: SshExecutor, local: Path, remote: str) -> None:
     """``cat > tmp``, the host's sha256 of tmp checked against ours, then ``mv tmp remote``."""
-    want = _sha256(local)
+    want = sha256_file(local)
     q = shlex.quote
     tmp = f"{remote}.relgate-part"
     chan = _open(ex, f"cat > {q(tmp)} || exit 4; h=$({_HASH} < {q(tmp)} | cut -c1-64); "
