@@ -219,7 +219,7 @@ def test_init_on_the_c_example_then_nox_host_is_green(tinyinfer):
 def test_init_on_relgate_itself_then_host_and_package_verify_are_green(tmp_path):
     root = tmp_path / "relgate"
     subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True)
-    git(root, "checkout", "-q", "-b", "main")
+    git(root, "checkout", "-q", "-B", "main")
     done = relgate(root, "init", "--manifests", "qual")  # manifests/ describes the C example already
     assert done.returncode == 0, done.stderr
     assert "read with pyproject.toml [project]" in done.stdout
