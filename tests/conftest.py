@@ -96,15 +96,27 @@ def copy_example(tmp_path: Path, name: str = "tinyinfer") -> Project:
     git(root, "add", "-A")
     git(root, "commit", "-qm", "initial")
     if (root / "manifests").is_dir():  # an example that carries its own manifest folder
-        manifests = root / "manifests"
+        manifests, hosts = root / "manifests", copy_hosts(tmp_path)
     else:
-        manifests = tmp_path / "manifests"
-        shutil.copytree(REPO / "manifests", manifests)
-        project = manifests / "project.toml"
-        project.write_text(project.read_text().replace('root = "../examples/tinyinfer"', f'root = "{root}"'))
+        manifests, hosts = bundled_manifests(tmp_path, root)
+    return Project(root=root, manifests=manifests, hosts=hosts, home=tmp_path / "home")
+
+
+def copy_hosts(tmp_path: Path) -> Path:
+    """A copy of relgate's ``hosts/`` folder under ``tmp_path``."""
     hosts = tmp_path / "hosts"
     shutil.copytree(REPO / "hosts", hosts)
-    return Project(root=root, manifests=manifests, hosts=hosts, home=tmp_path / "home")
+    return hosts
+
+
+def bundled_manifests(tmp_path: Path, root: Path) -> tuple[Path, Path]:
+    """Copies of relgate's default manifests (pointed at ``root``, a tinyinfer tree) and hosts
+    under ``tmp_path``: ``(manifests, hosts)``."""
+    manifests = tmp_path / "manifests"
+    shutil.copytree(REPO / "manifests", manifests)
+    project = manifests / "project.toml"
+    project.write_text(project.read_text().replace('root = "../examples/tinyinfer"', f'root = "{root}"'))
+    return manifests, copy_hosts(tmp_path)
 
 
 @pytest.fixture

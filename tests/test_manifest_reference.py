@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import copy
 import json
-import shutil
 import sys
 from pathlib import Path
 
@@ -210,15 +209,10 @@ _BROKEN = [
 
 @pytest.mark.parametrize("fname, text, dotted", _BROKEN)
 def test_a_broken_manifest_fails_the_schema_and_relgate_check(fname, text, dotted, tmp_path, capsys):
+    from conftest import bundled_manifests
     from relgate.cli import main
 
-    manifests = tmp_path / "manifests"
-    shutil.copytree(REPO / "manifests", manifests)
-    project = manifests / "project.toml"
-    project.write_text(project.read_text().replace('root = "../examples/tinyinfer"',
-                                                   f'root = "{REPO / "examples" / "tinyinfer"}"'))
-    hosts = tmp_path / "hosts"
-    shutil.copytree(REPO / "hosts", hosts)
+    manifests, hosts = bundled_manifests(tmp_path, REPO / "examples" / "tinyinfer")
     target = (tmp_path / fname) if fname.startswith("hosts/") else manifests / fname
     if text is not None:
         target.write_text(text)

@@ -68,7 +68,7 @@ def test_the_c_example_inside_a_bigger_repository_ships_without_qualified(tmp_pa
     """As in relgate's own checkout: the example is a folder of a larger repository, so the
     package is `git archive COMMIT:examples/tinyinfer`; its .gitattributes still keeps the
     qualification kit (qualified/) out, and the inspect log shows what the package holds."""
-    from conftest import EXAMPLES, REPO, git
+    from conftest import EXAMPLES, bundled_manifests, git
 
     repo = tmp_path / "monorepo"
     shutil.copytree(EXAMPLES / "tinyinfer", repo / "examples" / "tinyinfer",
@@ -78,13 +78,7 @@ def test_the_c_example_inside_a_bigger_repository_ships_without_qualified(tmp_pa
     git(repo, "add", "-A")
     git(repo, "commit", "-qm", "initial")
     assert "examples/tinyinfer/qualified/qualify_over_ssh.py" in git(repo, "ls-files")  # committed, not packaged
-    manifests = tmp_path / "manifests"
-    shutil.copytree(REPO / "manifests", manifests)
-    project_toml = manifests / "project.toml"
-    project_toml.write_text(project_toml.read_text().replace('root = "../examples/tinyinfer"',
-                                                             f'root = "{repo / "examples" / "tinyinfer"}"'))
-    hosts = tmp_path / "hosts"
-    shutil.copytree(REPO / "hosts", hosts)
+    manifests, hosts = bundled_manifests(tmp_path, repo / "examples" / "tinyinfer")
     project = Project(root=repo / "examples" / "tinyinfer", manifests=manifests, hosts=hosts, home=tmp_path / "home")
     done = nox(project, "package_verify", env=base_env())
     assert done.returncode == 0, done.stdout + done.stderr
