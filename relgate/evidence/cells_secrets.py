@@ -3,7 +3,6 @@ masked, is reported as redacted rather than compared (issue 23)."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -13,30 +12,39 @@ from relgate.evidence.cells_parse import Cell
 
 __all__ = ["redact_diff"]
 
+_CHUNK = 1 << 20
+
+
 def _masked_keys(path: Path) -> set[bytes]:
     """``suite\tarm\tkey`` of the rows whose value is the mask ``***`` (a secret the runner
-    redacted); one C-level search of the file when it holds none."""
-    import mmap
-
+    redacted). The file is read in 1 MiB blocks (a partial last line carried to the next), so
+    the search costs one block of memory whatever the capture's size; a block without ``*``
+    is passed over with one C-level search."""
+    needle = b"\t" + MASK.encode()
+    keys: set[bytes] = set()
     try:
         with open(path, "rb") as handle:
-            if not os.fstat(handle.fileno()).st_size:
-                return set()
-            view = mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ)
-    except (OSError, ValueError):
+            carry = handle.read(3).removeprefix(b"\xef\xbb\xbf")  # a BOM is not part of the first key
+            while block := handle.read(_CHUNK):
+                block = carry + block
+                cut = block.rfind(b"\n") + 1  # a partial last line waits for the rest of it
+                if b"*" in block[:cut]:  # memchr; "*" is rare in captures
+                    _collect(block[:cut], needle, keys)
+                carry = block[cut:]
+            if b"*" in carry:
+                _collect(carry, needle, keys)
+    except OSError:
         return set()
-    needle = MASK.encode()
-    keys: set[bytes] = set()
-    with view:
-        at = view.find(b"*")  # one byte: memchr, and "*" is rare in captures (a tab is on every row)
-        while at >= 0:
-            end = at + len(needle)
-            if view[at - 1:end] == b"\t" + needle and view[end:end + 1] in (b"", b"\n", b"\r"):
-                fields = view[view.rfind(b"\n", 0, at) + 1:end].split(b"\t", 3)
-                if len(fields) == 4 and fields[3] == needle and fields[0][:1] != b"#":
-                    keys.add(b"\t".join(fields[:3]))
-            at = view.find(b"*", max(end, at + 1) if view[at:end] == needle else at + 1)
     return keys
+
+
+def _collect(lines: bytes, needle: bytes, keys: set[bytes]) -> None:
+    """The masked rows of whole ``lines`` into ``keys``."""
+    for line in lines.splitlines():
+        if line.endswith(needle) and not line.startswith(b"#"):
+            fields = line.split(b"\t", 3)
+            if len(fields) == 4 and fields[3] == needle[1:]:
+                keys.add(b"\t".join(fields[:3]))
 
 
 def redact_diff(d: EvidenceDiff, base: Iterable[Path], candidate: Iterable[Path]) -> EvidenceDiff:
