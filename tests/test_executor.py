@@ -231,6 +231,37 @@ def test_interrupt_from_another_thread_stops_the_command_and_raises_interrupted(
             os.kill(pid, signal.SIGKILL)
 
 
+def test_a_stop_that_lands_inside_popen_still_ends_the_forked_command(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    # CI once sent SIGTERM while the main thread was still inside Popen (the child forked and
+    # already running, no Popen object returned yet): the step outlived relgate. The signal's
+    # exception is raised here at that very point, after the real fork.
+    import subprocess
+
+    from relgate.run import executor as executor_module
+    from relgate.run.executor import Interrupted
+
+    pidfile = tmp_path / "child.pid"
+    real_popen = subprocess.Popen
+
+    class PopenThenStop(real_popen):  # type: ignore[misc, valid-type]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            assert wait_for(lambda: pidfile.exists() and pidfile.read_text().strip())
+            raise Interrupted(signal.SIGTERM)
+
+    monkeypatch.setattr(executor_module.subprocess, "Popen", PopenThenStop)
+    with pytest.raises(Interrupted):
+        LocalExecutor(HOST).run(CommandRequest(shell=f"echo $$ > {shlex.quote(str(pidfile))}; exec sleep 300",
+                                               cwd=tmp_path), ListSink())
+    pid = int(pidfile.read_text())
+    try:
+        assert wait_for(lambda: pid_gone(pid)), f"the command {pid} outlived a stop inside Popen"
+    finally:
+        if not pid_gone(pid):
+            os.kill(pid, signal.SIGKILL)
+
+
 def test_a_background_straggler_holding_the_output_is_stopped(tmp_path: Path) -> None:
     # The command exits at once but leaves a grandchild that holds the output pipe open:
     # the executor returns the command's own exit status and does not leave it behind.

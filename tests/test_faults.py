@@ -224,6 +224,31 @@ def test_a_sigkilled_relgate_leaves_no_escaped_process_behind(tinyinfer: Project
             os.kill(escaped, signal.SIGKILL)
 
 
+def test_a_step_that_escapes_before_relgate_learns_its_pid_is_still_ended(tmp_path: Path) -> None:
+    # CI caught it: under load the step's child ran, left its group with setsid and wrote its
+    # pid before Popen returned in relgate, and relgate was SIGKILLed then: the guardian had not
+    # heard of the step. It is told the step's tag before the fork; here that is all it heard
+    # when relgate's end (its pipe closing) comes.
+    from relgate.run.guard import TAG_VAR, Guardian, new_tag
+
+    tag = new_tag()
+    guardian = Guardian(0.2)
+    guardian.expect(tag)
+    pidfile = tmp_path / "escaped.pid"
+    escaped = subprocess.Popen(["sh", "-c", f"trap '' TERM; echo $$ > {pidfile}; while :; do sleep 1; done"],
+                               env={**os.environ, TAG_VAR: tag}, start_new_session=True)
+    try:
+        assert wait_for(pidfile.exists), "the step never started"
+        assert guardian._proc is not None and guardian._proc.stdin is not None
+        guardian._proc.stdin.close()  # relgate is gone
+        assert wait_for(lambda: escaped.poll() is not None), "the escaped process outlived relgate"
+        assert escaped.returncode == -signal.SIGKILL  # it ignored the TERM; the KILL after the grace ended it
+    finally:
+        if escaped.poll() is None:
+            escaped.kill()
+            escaped.wait()
+
+
 def test_a_process_that_escapes_with_setsid_is_reported_and_stopped(tinyinfer: Project, tmp_path: Path) -> None:
     pidfile = tmp_path / "escaped.pid"
     one_check(tinyinfer, f"setsid sh -c 'echo $$ > {pidfile}.tmp; mv {pidfile}.tmp {pidfile}; sleep 1; "

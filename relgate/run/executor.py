@@ -227,31 +227,33 @@ class LocalExecutor:
             return CommandResult(**base)  # type: ignore[arg-type]
 
         args: list[str] | str = list(request.argv) if request.argv is not None else request.shell  # type: ignore[assignment]
+        self._guardian.expect(tag)  # before the fork: the child may escape before Popen returns
         mark = fork_mark()  # the command's processes are the ones made after it (see tagged)
-        try:
-            proc = subprocess.Popen(
-                args, shell=request.shell is not None, cwd=request.cwd, env=env,
-                stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                start_new_session=True,
-                executable="/bin/sh" if request.shell is not None else None,
-            )
-        except OSError as exc:
-            what = request.argv[0] if request.argv else "/bin/sh"
-            if exc.filename is not None and str(exc.filename) == str(request.cwd):
-                message = f"cannot run {what}: working directory {request.cwd}: {exc.strerror or exc}"
-            else:
-                message = f"cannot run {what}: {exc.strerror or exc}"
-            tail.append(message + "\n")
-            try:
-                sink.write(message + "\n")
-            except OSError:
-                pass  # the spawn error is the news; the log's own failure shows on the next step
-            return result(spawn_error=message)
-
-        since = None if mark is None else (mark, proc.pid)
+        proc: subprocess.Popen[bytes] | None = None
+        since = None
         pump: _Pump | None = None
         timed_out = False
-        try:  # from the spawn on: a stop while the guardian starts or the reader starts still ends the command
+        try:  # from the fork on: a stop at any point up to the end still ends the command
+            try:
+                proc = subprocess.Popen(
+                    args, shell=request.shell is not None, cwd=request.cwd, env=env,
+                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    executable="/bin/sh" if request.shell is not None else None,
+                )
+            except OSError as exc:
+                what = request.argv[0] if request.argv else "/bin/sh"
+                if exc.filename is not None and str(exc.filename) == str(request.cwd):
+                    message = f"cannot run {what}: working directory {request.cwd}: {exc.strerror or exc}"
+                else:
+                    message = f"cannot run {what}: {exc.strerror or exc}"
+                tail.append(message + "\n")
+                try:
+                    sink.write(message + "\n")
+                except OSError:
+                    pass  # the spawn error is the news; the log's own failure shows on the next step
+                return result(spawn_error=message)
+            since = None if mark is None else (mark, proc.pid)
             self._guardian.watch(proc.pid, tag)
             pump = _Pump(proc, sink, tail, redact)
             reader = threading.Thread(target=pump.run, daemon=True)
@@ -278,15 +280,18 @@ class LocalExecutor:
                 described = ()
         except BaseException:
             # Ctrl-C, SIGTERM/SIGHUP (as Interrupted) or a crash: never leave the command behind.
+            # A stop inside Popen itself (the child forked, no Popen object yet) finds the
+            # child by its tag; that it arrives there is a race a loaded machine does win.
             try:
-                _kill_group(proc, self._grace)  # a second stop here SIGKILLs at once and goes on up
+                if proc is not None:
+                    _kill_group(proc, self._grace)  # a second stop here SIGKILLs at once and goes on up
             finally:
                 kill_pids(tagged(tag, since=since))
                 if pump is not None:
                     pump.close()
             raise
         finally:
-            self._guardian.release(proc.pid)
+            self._guardian.release(None if proc is None else proc.pid, tag)
         pump.close()  # late output of anything left is drained, never written
         code = proc.returncode
         extra = dict(log_error=pump.error, strays=described)

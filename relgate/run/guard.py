@@ -146,31 +146,33 @@ def kill_pids(pids: list[int]) -> None:
 
 
 # The guardian itself: a POSIX shell script (a Python guardian cost ≈15 ms of CPU a run, more
-# than everything relgate does around a short step); reads "+ PGID TAG" and "- PGID" lines;
+# than everything relgate does around a short step); reads "+ PGID TAG" and "- PGID TAG" lines
+# (a later line for a tag replaces the earlier; PGID "-": the step is about to start, its group
+# not known yet — a process it makes before relgate learns the group is found by its tag);
 # at end of file (relgate is gone) ends what is still registered: each group, then every
 # process whose environment carries a registered tag (grep over /proc/*/environ: NUL-separated
-# entries, one whole entry matched; a grep without -z reads them one process at a time).
+# entries, one whole entry matched; a grep without -z first finds the files holding a tag
+# anywhere in one call, then reads those one process at a time: one pipeline per process of
+# the machine cost seconds there on a loaded one, past the grace, and the SIGKILL pass came late).
 # $1 is the grace between SIGTERM and SIGKILL.
 _GUARDIAN = r"""
 trap '' INT HUP TERM
 live=
 while read -r op pgid tag; do
-  case $op in
-    +) live="$live $pgid:$tag" ;;
-    -) keep=; for e in $live; do [ "${e%%:*}" = "$pgid" ] || keep="$keep $e"; done; live=$keep ;;
-  esac
+  keep=; for e in $live; do [ "${e#*:}" = "$tag" ] || keep="$keep $e"; done; live=$keep
+  [ "$op" = + ] && live="$live $pgid:$tag"
 done
 [ -n "$live" ] || exit 0
 send() {
   pats=
   for e in $live; do
-    kill -s "$1" -- "-${e%%:*}" 2>/dev/null
+    [ "${e%%:*}" = - ] || kill -s "$1" -- "-${e%%:*}" 2>/dev/null
     pats="$pats -e TAG_VAR=${e#*:}"
   done
   if printf 'x\0' | grep -q -z -x x 2>/dev/null; then
     found=$(grep -l -z -x -F $pats /proc/[0-9]*/environ 2>/dev/null)
-  else  # a grep without -z (BusyBox): one process at a time
-    found=$(for f in /proc/[0-9]*/environ; do
+  else  # a grep without -z (BusyBox): the files holding a tag anywhere, then those entry by entry
+    found=$(for f in $(grep -l -F $pats /proc/[0-9]*/environ 2>/dev/null); do
       tr '\0' '\n' < "$f" 2>/dev/null | grep -q -x -F $pats && echo "$f"; done)
   fi
   for f in $found; do
@@ -208,11 +210,17 @@ class Guardian:
             except OSError:  # the guardian was killed: the next step starts a new one
                 pass
 
+    def expect(self, tag: str) -> None:
+        """A step with ``tag`` is about to start: from now on, should relgate end before
+        :meth:`watch`, every process carrying the tag is ended (the child of a fork can run,
+        and escape its group, before its parent learns its pid)."""
+        self._send(f"+ - {tag}")
+
     def watch(self, pgid: int, tag: str) -> None:
         self._send(f"+ {pgid} {tag}")
 
-    def release(self, pgid: int) -> None:
-        self._send(f"- {pgid}")
+    def release(self, pgid: int | None, tag: str) -> None:
+        self._send(f"- {'-' if pgid is None else pgid} {tag}")
 
 
 _SHARED: list[Guardian] = []
