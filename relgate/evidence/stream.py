@@ -7,11 +7,11 @@ bounded by a chunk of the input (:data:`CHUNK_BYTES`), not by the capture.
   file wins on a cell both hold) in line-aligned chunks. Each chunk is checked with the
   same rules and the same ``file:line`` messages as :mod:`relgate.evidence.cells` (an
   invalid UTF-8 byte anywhere in a file is reported before a malformed row of that file,
-  as the whole-file parser does), keyed, reduced to its last write per cell (a dict, at C
-  speed) and sorted. A capture that fits one chunk stays in memory; a bigger one is spilled
-  as sorted runs to a temporary folder (the ledger home's ``tmp/``) and merged back block
-  by block: every run's buffered keys up to the smallest "last buffered key" of the runs
-  go into one dict in run order (so the later write wins) and come out sorted.
+  as the whole-file parser does), sorted as whole rows and reduced to its last write per
+  cell (keys are cut out once, to see whether one repeats). A capture that fits one chunk
+  stays in memory; a bigger one is spilled as sorted runs to a temporary folder (the ledger
+  home's ``tmp/``) and merged back block by block: every run's buffered rows up to the
+  smallest "last buffered key" of the runs are sorted together (the later write wins).
 - The stream's order is the cells' ``(suite, arm, key)`` order, the order
   :func:`~relgate.evidence.cells.write_cells` writes: bytes of ``suite\\tarm\\tkey``
   compared as they are, which is that order whenever no field holds a byte below TAB;
@@ -63,8 +63,10 @@ MAX_RUNS = 64
 _NOT_LOW = bytes(range(0x09, 0x100))  # deleting these leaves the bytes that sort below TAB
 _SHIFT = bytes([0x00 if b == 0x09 else min(b + 1, 0xFF) for b in range(256)])
 
-Block = tuple[list[bytes], list[bytes]]
-"""Sorted keys ``suite\\tarm\\tkey`` and their rows, key for key (rows are whole lines)."""
+Block = list[bytes]
+"""Rows (whole lines) in cell order, one per cell. Sorting whole rows sorts them by their key
+``suite\\tarm\\tkey`` (TAB ends a key and sorts below every byte of a field, shifted or not), so
+a block is searched and merged as rows; keys are cut out only where cells must be told apart."""
 
 
 class _NeedsShift(Exception):
@@ -106,15 +108,29 @@ def _reference_rows(lines: list[bytes], source: str, lineno: int) -> list[bytes]
     return rows
 
 
-def _keys_of(rows: list[bytes]) -> list[bytes]:
-    """Keys of well-formed rows (three tabs at C speed; a value with tabs, one by one)."""
-    if set(map(bytes.count, rows, repeat(b"\t"))) <= {3}:
+def _keys_of(rows: list[bytes], three_tabs: bool = False) -> list[bytes]:
+    """Keys of well-formed rows (three tabs at C speed; a value with tabs, one by one).
+    ``three_tabs``: the caller knows every row has exactly three (the parse counted them)."""
+    if three_tabs or set(map(bytes.count, rows, repeat(b"\t"))) <= {3}:
         return list(map(itemgetter(0), map(bytes.rpartition, rows, repeat(b"\t"))))
-    return [b"\t".join(row.split(b"\t", 3)[:3]) for row in rows]
+    return list(map(_key, rows))
 
 
-def _parse_chunk(data: bytes, source: str, lineno: int, *, first: bool, last: bool, shifted: bool) -> list[bytes]:
-    """The rows of a chunk of whole lines whose first line is ``lineno`` (comments and blanks dropped)."""
+def _key(row: bytes) -> bytes:
+    """The key of one well-formed row."""
+    return b"\t".join(row.split(b"\t", 3)[:3])
+
+
+def _bound(key: bytes, order: Callable[[bytes], bytes] | None) -> bytes:
+    """A row-order bound above every row of ``key`` and below every row of a greater key: a row
+    is ``key TAB value``, and no byte of a UTF-8 value is 0xFF (shifted: at most 0xF5)."""
+    return key + b"\t\xff" if order is None else order(key + b"\t") + b"\xff"
+
+
+def _parse_chunk(data: bytes, source: str, lineno: int, *, first: bool, last: bool, shifted: bool
+                 ) -> tuple[list[bytes], bool]:
+    """The rows of a chunk of whole lines whose first line is ``lineno`` (comments and blanks
+    dropped), and whether every row was seen to have exactly three tabs."""
     if first and data.startswith(_BOM_BYTES):
         data = data[len(_BOM_BYTES):]
     if b"\r" in data:
@@ -132,8 +148,8 @@ def _parse_chunk(data: bytes, source: str, lineno: int, *, first: bool, last: bo
         rows = [line for line in lines if line and line[0] != 0x23]
     if (rows and not data.startswith(b"\t") and b"\n\t" not in data and b"\t\t" not in data
             and set(map(bytes.count, rows, repeat(b"\t"))) == {3}):
-        return rows
-    return _reference_rows(lines, source, lineno)  # tabs in values, blanks of spaces, or a bad row
+        return rows, True
+    return _reference_rows(lines, source, lineno), False  # tabs in values, blanks of spaces, or a bad row
 
 
 def _chunks(path: Path, size: int) -> Iterator[tuple[bytes, int, bool, bool]]:
@@ -175,64 +191,61 @@ def _read_blocks(handle: BinaryIO, size: int) -> Iterator[Block]:
                 rows = data.split(b"\n")
                 if not rows[-1]:
                     rows.pop()
-                yield _keys_of(rows), rows
+                yield rows
             return
         cut = data.rfind(b"\n") + 1
         if not cut:
             carry = data
             continue
         rows, carry = data[:cut - 1].split(b"\n"), data[cut:]
-        yield _keys_of(rows), rows
+        yield rows
 
 
 @dataclass
 class _Cursor:
-    """A sorted stream of blocks, consumed up to a boundary key (blocks are never modified)."""
+    """A sorted stream of blocks, consumed up to a boundary (blocks are never modified)."""
 
     blocks: Iterator[Block]
-    keys: list[bytes] = field(default_factory=list)
     rows: list[bytes] = field(default_factory=list)
     pos: int = 0
     done: bool = False
+    _last: bytes = b""  # the key of the block's last row
 
     def fill(self) -> bool:
         """Buffer at least one row unless the stream is over; True when rows are buffered."""
-        while self.pos >= len(self.keys) and not self.done:
+        while self.pos >= len(self.rows) and not self.done:
             try:
-                self.keys, self.rows = next(self.blocks)
+                self.rows = next(self.blocks)
                 self.pos = 0
+                if self.rows:
+                    self._last = _key(self.rows[-1])
             except StopIteration:
                 self.done = True
-        return self.pos < len(self.keys)
+        return self.pos < len(self.rows)
 
     @property
     def last(self) -> bytes | None:
         """The last buffered key, when rows may follow it (None: nothing bounds the merge here)."""
-        return self.keys[-1] if self.pos < len(self.keys) and not self.done else None
+        return self._last if self.pos < len(self.rows) and not self.done else None
 
-    def take(self, boundary: bytes | None, order: Callable[[bytes], bytes] | None) -> Block:
-        """The buffered rows with keys up to ``boundary`` (all of them for None)."""
-        if boundary is None:
-            n = len(self.keys)
-        else:
-            n = bisect_right(self.keys, boundary if order is None else order(boundary), lo=self.pos, key=order)
-        if self.pos == 0 and n == len(self.keys):
-            taken = self.keys, self.rows
-        else:
-            taken = self.keys[self.pos:n], self.rows[self.pos:n]
+    def take(self, bound: bytes | None, order: Callable[[bytes], bytes] | None) -> Block:
+        """The buffered rows up to ``bound`` (a :func:`_bound`; all of them for None)."""
+        n = len(self.rows) if bound is None else bisect_right(self.rows, bound, lo=self.pos, key=order)
+        taken = self.rows if self.pos == 0 and n == len(self.rows) else self.rows[self.pos:n]
         self.pos = n
         return taken
 
 
 def _boundary(cursors: Iterable[_Cursor], order: Callable[[bytes], bytes] | None) -> bytes | None:
-    """The smallest last buffered key among streams that go on (None: take everything)."""
+    """The row bound of the smallest last buffered key among streams that go on (None: take everything)."""
     lasts = [c.last for c in cursors if c.last is not None]
     if not lasts:
         return None
-    return min(lasts, key=order) if order is not None else min(lasts)
+    return _bound(min(lasts, key=order) if order is not None else min(lasts), order)
 
 
-def _merge(streams: list[Iterator[Block]], order: Callable[[bytes], bytes] | None) -> Iterator[Block]:
+def _merge(streams: list[Iterator[Block]], order: Callable[[bytes], bytes] | None, three_tabs: bool
+           ) -> Iterator[Block]:
     """Merge sorted streams of unique keys; on a key several hold, the later stream wins."""
     if len(streams) == 1:
         yield from streams[0]
@@ -242,23 +255,20 @@ def _merge(streams: list[Iterator[Block]], order: Callable[[bytes], bytes] | Non
         live = [c for c in cursors if c.fill()]
         if not live:
             return
-        boundary = _boundary(live, order)
-        parts = [part for part in (cursor.take(boundary, order) for cursor in live) if part[0]]
+        bound = _boundary(live, order)
+        parts = [part for part in (cursor.take(bound, order) for cursor in live) if part]
         # in stream order, so a later stream's row of a key comes later and wins
-        yield parts[0] if len(parts) == 1 else _unique_sorted([r for _, rows in parts for r in rows], order)
+        yield parts[0] if len(parts) == 1 else _unique_sorted([r for rows in parts for r in rows], order, three_tabs)
 
 
-def _unique_sorted(rows: list[bytes], order: Callable[[bytes], bytes] | None) -> Block:
-    """Rows (in write order) sorted, one per key: the last write wins. Sorting whole rows sorts
-    them by key (TAB ends a key and sorts below every byte of a field, shifted or not); only
-    when a key repeats does a dict pick the winners."""
+def _unique_sorted(rows: list[bytes], order: Callable[[bytes], bytes] | None, three_tabs: bool) -> Block:
+    """Rows (in write order) sorted, one per key: the last write wins. Only when a key repeats
+    does a dict pick the winners."""
     in_order = sorted(rows, key=order)
-    keys = _keys_of(in_order)
-    if not _repeats(keys):
-        return keys, in_order
-    latest = dict(zip(_keys_of(rows), rows))  # in write order: the last write of a cell wins
-    keys = sorted(latest, key=order)
-    return keys, list(map(latest.__getitem__, keys))
+    if not _repeats(_keys_of(in_order, three_tabs)):
+        return in_order
+    latest = dict(zip(_keys_of(rows, three_tabs), rows))  # in write order: the last write of a cell wins
+    return list(map(latest.__getitem__, sorted(latest, key=order)))
 
 
 def _repeats(keys: list[bytes]) -> bool:
@@ -302,6 +312,7 @@ class SortedCells:
         self._runs: list[Block | Path | _InPlace] = []  # in priority order: a later run wins
         self.rows = 0  # unique cells, once written or counted
         self._small = True  # the files fit one chunk: their sorted rows stay in memory
+        self.three_tabs = True  # every row seen so far has exactly three tabs (no tab in a value)
 
     def __enter__(self) -> SortedCells:
         return self
@@ -337,25 +348,26 @@ class SortedCells:
                 _utf8(data, source, lineno)
                 continue
             try:
-                rows = _parse_chunk(data, source, lineno, first=first, last=_last, shifted=self.shifted)
+                rows, three_tabs = _parse_chunk(data, source, lineno, first=first, last=_last, shifted=self.shifted)
             except _RowError as exc:
                 row_error = str(exc)
                 continue
             del data
             if not rows:
                 continue
+            self.three_tabs = self.three_tabs and three_tabs
             chunks += 1
             if in_place:
-                keys = _keys_of(rows)
+                keys = _keys_of(rows, three_tabs)
                 if _in_order(keys, last, self.order):  # strictly increasing keys: rows in order too
                     last = keys[-1] if self.order is None else self.order(keys[-1])
-                    held = (keys, rows) if chunks == 1 else None
+                    held = rows if chunks == 1 else None
                     continue
                 del keys
                 if chunks > 1:
                     return False  # read it again from the start, sorting every chunk
                 in_place = False
-            self._add(_unique_sorted(rows, self.order))
+            self._add(_unique_sorted(rows, self.order, three_tabs))
             del rows
         if row_error is not None:
             raise InputError(row_error)
@@ -377,22 +389,22 @@ class SortedCells:
                 tempfile.TemporaryDirectory(prefix="evidence-sort-", dir=self._tmp)))
         fd, name = tempfile.mkstemp(prefix="run-", suffix=".cells", dir=self._folder)
         with os.fdopen(fd, "wb") as out:
-            out.write(b"\n".join(block[1]))
+            out.write(b"\n".join(block))
             out.write(b"\n")
         return Path(name)
 
     def _spill_stream(self, blocks: Iterator[Block]) -> Path:
         """Write a sorted stream as one run."""
-        path = self._spill(([], []))
+        path = self._spill([])
         with open(path, "wb") as out:  # (truncated: the empty block wrote one newline)
-            for _keys, rows in blocks:
+            for rows in blocks:
                 out.write(b"\n".join(rows))
                 out.write(b"\n")
         return path
 
     def blocks(self) -> Iterator[Block]:
-        """The cells in order, unique, in blocks of sorted keys and their rows."""
-        if len(self._runs) == 1 and isinstance(self._runs[0], tuple):
+        """The cells in order, unique, in blocks of sorted rows."""
+        if len(self._runs) == 1 and isinstance(self._runs[0], list):
             yield self._runs[0]
             return
         yield from self._merged(self._runs)
@@ -402,13 +414,13 @@ class SortedCells:
             per_run = max(64 << 10, MERGE_BYTES // max(1, len(runs)))
             streams: list[Iterator[Block]] = []
             for run in runs:
-                if isinstance(run, tuple):
+                if isinstance(run, list):
                     streams.append(iter([run]))
                 elif isinstance(run, _InPlace):
                     streams.append(_reparse(run.path, per_run, self.shifted))
                 else:
                     streams.append(_read_blocks(stack.enter_context(open(run, "rb")), per_run))
-            yield from _merge(streams, self.order)
+            yield from _merge(streams, self.order, self.three_tabs)
 
 
 def _size(path: Path) -> int:
@@ -421,9 +433,9 @@ def _size(path: Path) -> int:
 def _reparse(path: Path, size: int, shifted: bool) -> Iterator[Block]:
     """A checked, in-order capture file, parsed again in blocks."""
     for data, lineno, first, last in _chunks(path, size):
-        rows = _parse_chunk(data, str(path), lineno, first=first, last=last, shifted=shifted)
+        rows, _three_tabs = _parse_chunk(data, str(path), lineno, first=first, last=last, shifted=shifted)
         if rows:
-            yield _keys_of(rows), rows
+            yield rows
 
 
 def sorted_cells(stack: ExitStack, groups: list[list[Path]], *, tmp: Path | None,
@@ -472,11 +484,12 @@ def write_sorted(cells: SortedCells, out: BinaryIO) -> int:
 
 def _write_blocks(blocks: Iterator[Block], out: BinaryIO, ends_cr: Callable[[bytes], bool]) -> int:
     written = 0
-    for keys, rows in blocks:
+    for rows in blocks:
         bad = next(compress(count(), map(ends_cr, rows)), None)
         if bad is not None:
-            value = _value(keys[bad], rows[bad])
-            raise InputError(f"evidence cell {label(_cell(keys[bad]))}: value {value!r} ends with a carriage return")
+            key = _key(rows[bad])
+            raise InputError(f"evidence cell {label(_cell(key))}: value {_value(key, rows[bad])!r} "
+                             "ends with a carriage return")
         out.write(b"\n".join(rows))
         out.write(b"\n")
         written += len(rows)
@@ -486,7 +499,7 @@ def _write_blocks(blocks: Iterator[Block], out: BinaryIO, ends_cr: Callable[[byt
 def count_cells(cells: SortedCells) -> int:
     """How many unique cells the capture holds."""
     with _gc_paused():
-        cells.rows = sum(len(keys) for keys, _ in cells.blocks())
+        cells.rows = sum(map(len, cells.blocks()))
     return cells.rows
 
 
@@ -504,14 +517,15 @@ def diff_sorted(base: SortedCells, candidate: SortedCells) -> EvidenceDiff:
         while True:
             b.fill()
             c.fill()
-            if b.pos >= len(b.keys) and c.pos >= len(c.keys):
+            if b.pos >= len(b.rows) and c.pos >= len(c.rows):
                 break
-            boundary = _boundary((b, c), order)
-            bk, brows = b.take(boundary, order)
-            ck, crows = c.take(boundary, order)
+            bound = _boundary((b, c), order)
+            brows = b.take(bound, order)
+            crows = c.take(bound, order)
             if brows == crows:
                 identical += len(brows)
                 continue
+            bk, ck = _keys_of(brows, base.three_tabs), _keys_of(crows, candidate.three_tabs)
             if bk == ck:  # the same cells: compare row by row
                 differ = list(compress(count(), map(bytes.__ne__, brows, crows)))
                 identical += len(brows) - len(differ)
@@ -522,8 +536,8 @@ def diff_sorted(base: SortedCells, candidate: SortedCells) -> EvidenceDiff:
             new = set(crows).difference(brows)
             identical += len(brows) - len(gone)
             new_rows, gone_rows = list(new), list(gone)
-            new_by_key = dict(zip(_keys_of(new_rows), new_rows))
-            for key, row in zip(_keys_of(gone_rows), gone_rows):
+            new_by_key = dict(zip(_keys_of(new_rows, candidate.three_tabs), new_rows))
+            for key, row in zip(_keys_of(gone_rows, base.three_tabs), gone_rows):
                 other = new_by_key.pop(key, None)
                 if other is None:
                     only_base.append((_cell(key), _value(key, row)))
