@@ -229,3 +229,26 @@ def test_batch_samples_reads_every_run_by_row_rectangular_or_not(tmp_path: Path)
         values, _, runs = ledger.batch_samples(two, first_run=1, metrics=("a", "b"))
         assert values == {("x",): {"a": (10.0, 20.0, 99.0), "b": (0.0, 0.0)}, ("y",): {"a": (11.0,), "b": (1.0,)}}
         assert runs == 3 and ledger.batch_samples(two)[0] == ledger.batch_samples(two, metrics=("a", "b"))[0]
+
+
+def test_a_packed_batch_reads_exactly_as_its_rows_do(tmp_path: Path) -> None:
+    """A rectangular batch of floats is also stored packed (one float64 column per metric);
+    every read of it equals the read of its rows alone (a batch written before schema 7)."""
+    from relgate.ledger.store import Ledger
+
+    batch = dict(project="p", measure="m", kind="measure", side="release", release="1", commit_sha=None, dirty=False,
+                 board="B", host=None, metadata={}, warmup=0, run_id=None, source="s", sha256=None, path=None)
+    rows = [(run, ["n", k], {"cpu_ms": 1.5 * run + i, "gpu_ms": 0.1 * i - run}, {"run": str(run), "k": k})
+            for run in range(4) for i, k in enumerate(("64", "4096", "1e6"))]
+    reads = [dict(first_run=f, metrics=m) for f in (0, 1, 3, 4, 9)
+             for m in ((), ("cpu_ms",), ("gpu_ms", "cpu_ms"), ("cpu_ms", "absent"), ('q"uote',))]
+    with Ledger.open(tmp_path / "home") as ledger:
+        batch_id = ledger.add_batch(batch, rows)
+        assert ledger._conn.execute("SELECT runs FROM measure_packed WHERE batch_id = ?", (batch_id,)).fetchone()[0] == 4
+        packed = [ledger.batch_samples(batch_id, **read) for read in reads]
+        with ledger._conn:
+            ledger._conn.execute("DELETE FROM measure_columns WHERE batch_id = ?", (batch_id,))
+            ledger._conn.execute("DELETE FROM measure_packed WHERE batch_id = ?", (batch_id,))
+        from_rows = [ledger.batch_samples(batch_id, **read) for read in reads]
+    assert packed == from_rows
+    assert packed[0][0][("n", "4096")]["cpu_ms"] == (1.0, 2.5, 4.0, 5.5) and packed[0][2] == 4

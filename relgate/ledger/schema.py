@@ -11,7 +11,7 @@ from relgate.core.errors import InputError
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # Each entry upgrades the schema from version i to i + 1.
 _MIGRATIONS: tuple[str, ...] = (
@@ -155,6 +155,25 @@ _MIGRATIONS: tuple[str, ...] = (
     # 6: the unfinished steps by an index (the sign-off's fingerprint counted them by reading every step)
     """
     CREATE INDEX steps_unfinished ON steps(verdict, reason) WHERE verdict = 'error';
+    """,
+    # 7: a batch's samples packed beside its rows (the compare of 10k rows × 15 runs read
+    # 150k JSON rows a side): one row per batch (its runs, its rows' keys in run order and
+    # their metadata in the last run) and one float64 column per metric. Written only for a
+    # rectangular batch of finite floats; batches written before, and any other, are read
+    # from measure_rows as before.
+    """
+    CREATE TABLE measure_packed (
+        batch_id INTEGER PRIMARY KEY REFERENCES measure_batches(id),
+        runs INTEGER NOT NULL,  -- runs 0 … runs-1, every one with the same rows in the same order
+        keys TEXT NOT NULL,  -- JSON: the rows' keys, in that order
+        metadata TEXT NOT NULL  -- JSON: each row's metadata in the last run, in that order
+    );
+    CREATE TABLE measure_columns (
+        batch_id INTEGER NOT NULL REFERENCES measure_packed(batch_id),
+        metric TEXT NOT NULL,
+        vals BLOB NOT NULL,  -- float64, little-endian, run-major: run r, row i at r × rows + i
+        PRIMARY KEY (batch_id, metric)
+    );
     """,
 )
 

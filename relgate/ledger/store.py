@@ -20,9 +20,12 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import sqlite3
+import sys
 import time
+from array import array
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -99,6 +102,38 @@ def _by_key(keys: list[str], parsed: list[dict[str, Any]] | None,
         for metric, value in row.items():
             per.setdefault(metric, []).append(value)
     return {k: {m: tuple(v) for m, v in per.items()} for k, per in grouped.items()}
+
+
+def _packed(rows: Sequence[tuple[int, Any, Any, Any]], keys: Sequence[str]
+            ) -> tuple[int, int, dict[str, bytes]] | None:
+    """A batch's rows as (runs, rows a run, metric → float64 column, run-major) when it is
+    rectangular — runs 0, 1, … in order, each with the same keys (``keys``: the rows' key
+    JSON) in the same order, once each — and every row has the same metrics, all finite
+    floats; else None (the batch is read from its rows)."""
+    if not rows or rows[0][0] != 0:
+        return None
+    width = next((i for i, row in enumerate(rows) if row[0] != 0), len(rows))
+    first = keys[:width]
+    if len(rows) % width or len(set(first)) != width:
+        return None
+    runs = len(rows) // width
+    for r in range(1, runs):
+        if keys[r * width: (r + 1) * width] != first or any(row[0] != r for row in rows[r * width: (r + 1) * width]):
+            return None
+    names = rows[0][2].keys()
+    columns = {m: array("d") for m in sorted(names)}
+    isfinite = math.isfinite
+    for _, _, metrics, _ in rows:
+        if metrics.keys() != names:
+            return None
+        for m, v in metrics.items():
+            if type(v) is not float or not isfinite(v):
+                return None
+            columns[m].append(v)
+    if sys.byteorder != "little":
+        for column in columns.values():
+            column.byteswap()
+    return runs, width, {m: column.tobytes() for m, column in columns.items()}
 
 
 @_sqlite_errors_reported
@@ -431,10 +466,20 @@ class Ledger:
             cur = self._conn.execute(f"INSERT INTO measure_batches ({', '.join(cols)}, created) VALUES"
                                      f" ({', '.join('?' * len(cols))}, ?)", (*values, _now()))
             batch_id = int(cur.lastrowid)
+            keys = [json.dumps(key) for _, key, _, _ in rows]
+            metas = [json.dumps(meta, sort_keys=True) for _, _, _, meta in rows]
             self._conn.executemany(
                 "INSERT INTO measure_rows (batch_id, run, key, metrics, metadata) VALUES (?,?,?,?,?)",
-                [(batch_id, run, json.dumps(key), json.dumps(metrics, sort_keys=True), json.dumps(meta, sort_keys=True))
-                 for run, key, metrics, meta in rows])
+                [(batch_id, run, key, json.dumps(metrics, sort_keys=True), meta)
+                 for (run, _, metrics, _), key, meta in zip(rows, keys, metas)])
+            packed = _packed(rows, keys)
+            if packed is not None:
+                runs, width, columns = packed
+                self._conn.execute("INSERT INTO measure_packed (batch_id, runs, keys, metadata) VALUES (?,?,?,?)",
+                                   (batch_id, runs, "[" + ",".join(keys[:width]) + "]",
+                                    "[" + ",".join(metas[-width:]) + "]"))
+                self._conn.executemany("INSERT INTO measure_columns (batch_id, metric, vals) VALUES (?,?,?)",
+                                       [(batch_id, m, v) for m, v in columns.items()])
         return batch_id
 
     def batches(self, *, project: str, measure: str | None = None) -> list[BatchRow]:
@@ -458,6 +503,9 @@ class Ledger:
         cur = self._conn.cursor()
         cur.row_factory = None
         names = [m for m in dict.fromkeys(metrics) if '"' not in m and "\\" not in m]
+        packed = self._packed_samples(cur, batch_id, first_run, names if names and len(names) == len(metrics) else None)
+        if packed is not None:
+            return packed
         if names and len(names) == len(metrics):
             picks = ", ".join(f"json_extract(metrics, '$.\"{m}\"')" for m in names)
             found = cur.execute(f"SELECT key, run, {picks} FROM measure_rows WHERE batch_id = ? AND run >= ?"
@@ -485,6 +533,38 @@ class Ledger:
         meta_keys = json.loads("[" + ",".join(meta) + "]")
         meta_values = json.loads("[" + ",".join(meta.values()) + "]")
         return out, {tuple(k): m for k, m in zip(meta_keys, meta_values)}, int(count)
+
+    def _packed_samples(self, cur: sqlite3.Cursor, batch_id: int, first_run: int, names: list[str] | None
+                        ) -> tuple[dict[tuple[str, ...], dict[str, tuple[float, ...]]],
+                                   dict[tuple[str, ...], dict[str, str]], int] | None:
+        """:meth:`batch_samples` from the batch's packed columns (``names``: these metrics, in
+        this order, those the batch has; None: every one, by name); None: not packed."""
+        head = cur.execute("SELECT runs, keys, metadata FROM measure_packed WHERE batch_id = ?", (batch_id,)).fetchone()
+        if head is None:
+            return None
+        runs, keys_text, meta_text = head
+        start = max(first_run, 0)
+        if start >= runs:
+            return {}, {}, 0
+        if names is None:
+            found = dict(cur.execute("SELECT metric, vals FROM measure_columns WHERE batch_id = ?", (batch_id,)))
+            order = sorted(found)
+        else:
+            found = dict(cur.execute(f"SELECT metric, vals FROM measure_columns WHERE batch_id = ? AND metric IN"
+                                     f" ({','.join('?' * len(names))})", (batch_id, *names)))
+            order = [m for m in names if m in found]
+        keys = json.loads(keys_text)
+        width = len(keys)
+        columns = []
+        for m in order:
+            column = array("d")
+            column.frombytes(found[m])
+            if sys.byteorder != "little":
+                column.byteswap()
+            columns.append((m, column[start * width:].tolist()))
+        values = {tuple(k): {m: tuple(col[i::width]) for m, col in columns} for i, k in enumerate(keys)}
+        meta = {tuple(k): m for k, m in zip(keys, json.loads(meta_text))}
+        return values, meta, runs - start
 
     def add_decision(self, *, project: str, commit: str, dirty: bool, item: str, kind: str, by: str | None,
                      note: str | None, step_id: int | None = None) -> int:
