@@ -225,7 +225,15 @@ class _Lines:
     def _emit(self, text: str) -> None:
         text = self._redact(text)
         self._sink.write(text)
-        self.tail.extend(text[-(_LINE_CAP * 2):].splitlines(keepends=True)[-TAIL_LINES:])
+        # The last TAIL_LINES lines (of the last 2 * _LINE_CAP characters), found by rfind from
+        # the end: splitting the whole chunk into lines cost more than the rest of this path.
+        floor = max(0, len(text) - 2 * _LINE_CAP)
+        start = len(text) - (text[-1:] == "\n")
+        for _ in range(TAIL_LINES):
+            start = text.rfind("\n", floor, start)
+            if start < 0:
+                break
+        self.tail.extend(text[floor if start < 0 else start + 1:].splitlines(keepends=True))
 
 
 class SshExecutor:

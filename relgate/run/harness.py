@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from relgate.core.patterns import LazyPattern
+from relgate.core.patterns import Folded, LazyPattern
 from relgate.core.record import record
 
 __all__ = ["KnownMessage", "KNOWN_MESSAGES", "HarnessScanner", "exit_status_reason"]
@@ -57,17 +57,20 @@ _BRACKET = re.compile(r"\[\d+\]")
 _CHEAP_WORDS = ("network", "download", "cuda")
 
 
-def _may_match(text: str) -> bool:
+def _may_match(text: str, folded: Folded | None = None) -> bool:
     """False only when no line of ``text`` can pass ``_CHEAP``: one test of a whole chunk, so
-    bulk output with no such word is not split into lines at all. ASCII text is lower-cased
-    once and searched for the words (exactly ``_CHEAP``'s IGNORECASE there); other text gets
-    ``_CHEAP`` itself (IGNORECASE folds a few non-ASCII letters onto ASCII ones)."""
-    if not text.isascii():
+    bulk output with no such word is not split into lines at all. ASCII text is searched for
+    the words with :meth:`~relgate.core.patterns.Folded.has_word` (exactly ``_CHEAP``'s
+    IGNORECASE there; ``folded``, when given, is ``Folded(text)``, shared with the warning
+    scanner); other text gets ``_CHEAP`` itself (IGNORECASE folds a few non-ASCII letters
+    onto ASCII ones)."""
+    if folded is None or folded.text is not text:
+        folded = Folded(text)
+    if not folded.ascii:
         return _CHEAP.search(text) is not None
     if "[" in text and _BRACKET.search(text):
         return True
-    lower = text.lower()
-    return any(word in lower for word in _CHEAP_WORDS)
+    return any(folded.has_word(word) for word in _CHEAP_WORDS)
 
 
 class HarnessScanner:
@@ -77,11 +80,13 @@ class HarnessScanner:
         self._buffer = ""
         self.found: tuple[KnownMessage, str] | None = None  # the message and the line it was in
 
-    def feed(self, chunk: str) -> None:
+    def feed(self, chunk: str, folded: Folded | None = None) -> None:
+        """Take the next piece of output. ``folded``, when given, is ``Folded(chunk)``, shared
+        with the warning scanner fed the same chunk."""
         if self.found is not None:
             return
         text = self._buffer + chunk
-        if not _may_match(text):  # no line here can hold a known message
+        if not _may_match(text, folded):  # no line here can hold a known message
             self._buffer = text[text.rfind("\n") + 1:][-4096:]
             return
         lines = text.split("\n")

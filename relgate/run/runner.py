@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
 from relgate.core.errors import RelgateError
+from relgate.core.patterns import Folded
 from relgate.core.record import record
 from relgate.core.redact import Redactor, redact_env
 from relgate.core.verdict import Verdict
@@ -434,9 +435,10 @@ class _Tee:
         self.path = log.path
 
     def write(self, text: str) -> None:
+        folded = Folded(text)  # lower-cased at most once, for both scanners' cheap tests
         if self._scanner is not None:
-            self._scanner.feed(text)
+            self._scanner.feed(text, folded)
         if self._matcher is not None:
             self._matcher.feed(text)
-        self._harness.feed(text)
+        self._harness.feed(text, folded)
         self._log.write(text)

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from typing import Any
 
+from relgate.core.patterns import Folded
 from relgate.core.record import record
 from relgate.manifest.specs import AllowRule
 
@@ -125,17 +126,19 @@ _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)?|
 _HAS_WARNING = re.compile("warning", re.IGNORECASE)
 
 
-def _may_warn(text: str) -> bool:
+def _may_warn(text: str, folded: Folded | None = None) -> bool:
     """False only when no line of ``text`` (whole lines and a partial last one) can reach past
     the scanner's cheap test: none names a warning, none starts with ``{`` (JSON), and there is
     no escape sequence whose removal could join one up. One test of a whole chunk; ASCII text
-    is lower-cased once (exactly ``_HAS_WARNING``'s IGNORECASE there), other text gets the
-    regex itself (IGNORECASE folds a few non-ASCII letters onto ASCII ones)."""
+    gets :meth:`Folded.has_word` (exactly ``_HAS_WARNING``'s IGNORECASE there), other text the
+    regex itself. ``folded``, when given, is ``Folded(text)`` (shared with other scanners)."""
     if "\x1b" in text or ("{" in text and (text.startswith("{") or "\n{" in text or "\r{" in text)):
         return True
-    if not text.isascii():
+    if folded is None or folded.text is not text:
+        folded = Folded(text)
+    if not folded.ascii:
         return _HAS_WARNING.search(text) is not None
-    return "warning" in text.lower()
+    return folded.has_word("warning")
 
 # gcc/clang/hipcc: "file:line:col: warning: msg [-Wflag]" and "file:line: warning: msg".
 _GCC = re.compile(
@@ -236,15 +239,16 @@ class StreamScanner:
         self._echo_next = False
         self._finished = False
 
-    def feed(self, chunk: str) -> None:
-        """Take the next piece of output; complete lines are scanned now."""
+    def feed(self, chunk: str, folded: Folded | None = None) -> None:
+        """Take the next piece of output; complete lines are scanned now. ``folded``, when
+        given, is ``Folded(chunk)``, shared with other scanners fed the same chunk."""
         if self._finished:
             raise RuntimeError("StreamScanner.feed() after finish()")
         if "\n" not in chunk:
             self._buffer += chunk
             return
         text = self._buffer + chunk
-        if self._idle() and not _may_warn(text):  # bulk output naming no warning: no line to look at
+        if self._idle() and not _may_warn(text, folded):  # bulk output naming no warning: no line to look at
             self._buffer = text[text.rfind("\n") + 1:]
             return
         lines = text.split("\n")
