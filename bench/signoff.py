@@ -100,10 +100,8 @@ def main() -> int:
                     help="keep PYTHONDONTWRITEBYTECODE from the environment (every run recompiles relgate)")
     args = ap.parse_args()
     with Bench("signoff"), tempfile.TemporaryDirectory(prefix="relgate-bench-signoff-") as tmp:
-        root, env = make_project(Path(tmp), "tinyinfer")
+        root, env = make_project(Path(tmp), "tinyinfer", compile_each_run=args.compile_each_run)
         env = {**env, "PYTHONPATH": str(REPO)}  # this checkout's relgate, whichever `pip install -e` points at
-        if not args.compile_each_run:
-            env.pop("PYTHONDONTWRITEBYTECODE", None)
         empty = Path(tmp) / "empty" / "noxfile.py"
         empty.parent.mkdir()
         empty.write_text(NOOP_NOXFILE)

@@ -112,6 +112,20 @@ def test_defaults_factories_post_init_and_inheritance():
     assert Point.__doc__ == "A point."
 
 
+def test_a_call_that_gives_every_field_makes_the_same_record():
+    # Such a call fills the instance at once (the fast path); what it makes must not differ.
+    kw = dict(x=1, y=2, tags=("a",), meta={"k": "v"}, where="w", hidden="z")
+    p, d = Point(**kw), DataPoint(**kw)
+    assert repr(p) == repr(d).replace("DataPoint", "Point") and dataclasses.asdict(p) == dataclasses.asdict(d)
+    assert p == Point(**dict(reversed(kw.items()))) and hash(p) == hash(Point(**kw))
+    with pytest.raises(FrozenInstanceError):
+        p.y = 3  # type: ignore[misc]
+    with pytest.raises(ValueError, match="negative"):  # __post_init__ still runs
+        Labelled(n=-1, label="x")
+    assert Point.__record_fast__ is not None  # type: ignore[attr-defined]
+    assert Tally.__record_fast__ is None  # type: ignore[attr-defined]  # an init=False field to set
+
+
 def test_mutable_records_and_identity_records():
     t = Tally()
     t.total = 3

@@ -51,6 +51,12 @@ _ABSENT = object()
 
 def _init(self: Any, **kwargs: Any) -> None:
     cls = type(self)
+    fast = cls.__record_fast__
+    if fast is not None and kwargs.keys() == fast:  # every field given, no descriptor in the way
+        object.__getattribute__(self, "__dict__").update(kwargs)  # (in the call's order: vars() may differ)
+        if cls.__record_post__:
+            self.__post_init__()
+        return
     set_ = object.__setattr__
     given = 0
     for name, default, factory, required in cls.__record_init__:
@@ -181,6 +187,21 @@ def _fields(cls: type) -> tuple[dataclasses.Field[Any], ...] | None:
     return tuple(f for f in fields.values() if f._field_type is _FIELD_KIND)  # type: ignore[attr-defined]
 
 
+def _fast_path(cls: type, fields: tuple[dataclasses.Field[Any], ...]) -> frozenset[str] | None:
+    """The init fields' names, when a call that gives every one of them may
+    fill the instance's ``__dict__`` at once (one C call, not a ``setattr`` a field: a tenth
+    of the cost, which tells on 20,000 results of a compare): every field is an init field
+    with no default factory to run, the class has a ``__dict__`` (no ``__slots__``) and no
+    attribute of the class that a ``setattr`` would call instead (a data descriptor)."""
+    if any(not f.init for f in fields) or any("__slots__" in base.__dict__ for base in cls.__mro__[:-1]):
+        return None
+    for f in fields:
+        attr = getattr(cls, f.name, None)
+        if attr is not None and (hasattr(type(attr), "__set__") or hasattr(type(attr), "__delete__")):
+            return None
+    return frozenset(f.name for f in fields)
+
+
 def _make(cls: T, *, frozen: bool, eq: bool) -> T:
     if not cls.__dict__.get("__doc__"):
         cls.__doc__ = cls.__name__  # else dataclass builds a signature for it (inspect)
@@ -204,6 +225,7 @@ def _make(cls: T, *, frozen: bool, eq: bool) -> T:
     cls.__record_noinit__ = frozenset(f.name for f in fields if not f.init)  # type: ignore[attr-defined]
     cls.__record_frozen__ = frozen  # type: ignore[attr-defined]
     cls.__record_post__ = hasattr(cls, "__post_init__")  # type: ignore[attr-defined]
+    cls.__record_fast__ = _fast_path(cls, fields)  # type: ignore[attr-defined]
     _set(cls, "__init__", _init)
     _set(cls, "__repr__", _repr)
     if eq:

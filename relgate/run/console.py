@@ -128,10 +128,14 @@ def short_logs(paths: Sequence[Path | None]) -> tuple[list[str], str | None]:
 
 
 def render_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
-    rows = [list(r) for r in rows]
-    widths = [max(len(str(x)) for x in col) for col in zip(header, *rows)] if rows else [len(h) for h in header]
-    fmt = lambda r: "  ".join(str(v).ljust(w) for v, w in zip(r, widths)).rstrip()  # noqa: E731
-    return [fmt(header), fmt(["-" * w for w in widths])] + [fmt(r) for r in rows]
+    head = list(map(str, header))
+    cells = [list(map(str, r)) for r in rows]  # (C-speed maps: a compare prints 15,000 rows)
+    widths = [max(map(len, col)) for col in zip(head, *cells)]
+
+    def fmt(r: list[str]) -> str:
+        return "  ".join(map(str.ljust, r, widths)).rstrip()
+
+    return [fmt(head), fmt(["-" * w for w in widths]), *map(fmt, cells)]
 
 
 def render_summary(summary: RunSummary, out: TextIO = sys.stdout) -> None:
