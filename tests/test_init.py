@@ -217,6 +217,8 @@ def test_init_on_the_c_example_then_nox_host_is_green(tinyinfer):
 
 
 def test_init_on_relgate_itself_then_host_and_package_verify_are_green(tmp_path):
+    """Over 30 s: relgate's own release build and generated tests check run on a clone, then
+    its sdist is verified in an offline venv (two nested pytest runs, narrowed to two files)."""
     root = tmp_path / "relgate"
     subprocess.run(["git", "clone", "-q", str(REPO), str(root)], check=True)
     git(root, "checkout", "-q", "-B", "main")

@@ -33,6 +33,8 @@ def assert_no_secret(project: Project, secret: str, *outputs: str) -> None:
 
 
 def test_python_package_is_verified_offline_then_uploaded_to_a_local_index_and_installed(tmp_path: Path) -> None:
+    """Over 30 s: a real build (python -m build), an offline venv install and test run, a
+    pypiserver started for the test, an upload and an install back from it."""
     project = python_project(tmp_path)
     secret = "twine-password-5b0e7c1d"
     done = nox(project, "package_verify", "publish_dry_run",
@@ -71,6 +73,7 @@ def test_python_package_is_verified_offline_then_uploaded_to_a_local_index_and_i
 
 
 def test_upload_to_an_index_the_test_started_really_lands_there(tmp_path: Path) -> None:
+    """Over 30 s: a real pypiserver is started and a real package built and uploaded to it."""
     secret = "index-password-77aa01"
     index = LocalIndex(folder=tmp_path / "index", venv=CACHE / "pypiserver-2.4.2-test", port=free_port(),
                        username="uploader", password=secret)
@@ -177,6 +180,9 @@ def copy_relgate(tmp_path: Path) -> Path:
 
 
 def test_relgate_qualifies_itself(tmp_path: Path) -> None:
+    """Over 30 s (≈2 min here): relgate's own sdist and wheel are built, extracted, installed
+    into an offline venv whose test step runs part of this suite, then resolved against the
+    lock and uploaded to a local index — the whole release path on a real package, once."""
     root = copy_relgate(tmp_path)
     project = Project(root=root, manifests=root / "self", hosts=root / "hosts", home=tmp_path / "home")
     secret = "self-publish-password-0d9e"
