@@ -230,6 +230,7 @@ class LocalExecutor:
         self._guardian.expect(tag)  # before the fork: the child may escape before Popen returns
         mark = fork_mark()  # the command's processes are the ones made after it (see tagged)
         proc: subprocess.Popen[bytes] | None = None
+        spawn_failed = False
         since = None
         pump: _Pump | None = None
         timed_out = False
@@ -242,6 +243,7 @@ class LocalExecutor:
                     executable="/bin/sh" if request.shell is not None else None,
                 )
             except OSError as exc:
+                spawn_failed = True
                 what = request.argv[0] if request.argv else "/bin/sh"
                 if exc.filename is not None and str(exc.filename) == str(request.cwd):
                     message = f"cannot run {what}: working directory {request.cwd}: {exc.strerror or exc}"
@@ -281,7 +283,7 @@ class LocalExecutor:
         except BaseException:
             # Ctrl-C, SIGTERM/SIGHUP (as Interrupted) or a crash: never leave the command behind.
             # A stop inside Popen itself (the child forked, no Popen object yet) finds the
-            # child by its tag; that it arrives there is a race a loaded machine does win.
+            # child by its tag once it has exec'ed; a loaded machine does win that race.
             try:
                 if proc is not None:
                     _kill_group(proc, self._grace)  # a second stop here SIGKILLs at once and goes on up
@@ -291,7 +293,11 @@ class LocalExecutor:
                     pump.close()
             raise
         finally:
-            self._guardian.release(None if proc is None else proc.pid, tag)
+            # A stop inside Popen may come before the child's exec, while its environment does
+            # not carry the tag yet: the guardian keeps the tag then, and ends what carries it
+            # when relgate ends.
+            if proc is not None or spawn_failed:
+                self._guardian.release(None if proc is None else proc.pid, tag)
         pump.close()  # late output of anything left is drained, never written
         code = proc.returncode
         extra = dict(log_error=pump.error, strays=described)

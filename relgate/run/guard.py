@@ -152,8 +152,8 @@ def kill_pids(pids: list[int]) -> None:
 # at end of file (relgate is gone) ends what is still registered: each group, then every
 # process whose environment carries a registered tag (grep over /proc/*/environ: NUL-separated
 # entries, one whole entry matched; a grep without -z first finds the files holding a tag
-# anywhere in one call, then reads those one process at a time: one pipeline per process of
-# the machine cost seconds there on a loaded one, past the grace, and the SIGKILL pass came late).
+# anywhere in one call, then reads those one process at a time, not every process of the
+# machine through its own pipeline).
 # $1 is the grace between SIGTERM and SIGKILL.
 _GUARDIAN = r"""
 trap '' INT HUP TERM
