@@ -20,6 +20,46 @@ NOXFILE = REPO / "noxfile.py"
 # whichever checkout `pip install -e` pointed at.
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH")) if p)
 
+#: Tools relgate keeps between runs (the pypiserver venv) and the tests' package mirror: one
+#: per machine.
+CACHE = Path(os.environ.get("RELGATE_TEST_CACHE") or Path("/tmp") / f"relgate-test-cache-{os.getuid()}")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The files that take longest start first, so that no worker is left with one of them at
+    the end (xdist runs each file on one worker; pyproject.toml turns off its own reordering,
+    which starts the files with the most tests first). A file says how long it takes with a
+    module-level ``FILE_SECONDS`` — a scheduling hint measured on a 2-core machine, never
+    asserted; files without one keep their order after those with one."""
+    def seconds(item: pytest.Item) -> float:
+        return -float(getattr(item.module, "FILE_SECONDS", 0)) if isinstance(item, pytest.Function) else 0.0
+
+    items.sort(key=seconds)  # stable: within a file, and among the rest, collection order stays
+
+
+@pytest.fixture(scope="session", autouse=True)
+def pip_mirror():  # noqa: ANN201
+    """Every pip the tests start reads a package index on 127.0.0.1 (tests/pip_mirror.py)."""
+    if os.environ.get("RELGATE_TEST_ONLINE"):
+        yield None
+        return
+    import pip_mirror as mirror
+
+    server, url = mirror.serve(mirror.ensure(CACHE))
+    env = mirror.pip_env(url)
+    saved = {key: os.environ.get(key) for key in env}
+    os.environ.update(env)
+    try:
+        yield url
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+        server.shutdown()
+        server.server_close()
+
 
 def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",

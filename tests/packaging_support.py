@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
-from conftest import NOXFILE, REPO, Project, git
+from conftest import CACHE, NOXFILE, REPO, Project, git
 
 
 def nox(project: Project, *sessions: str, env: dict[str, str] | None = None, extra: tuple[str, ...] = (),
@@ -102,10 +102,16 @@ def python_project(tmp_path: Path, *, package_toml: str | None = None) -> Projec
     return Project(root=root, manifests=root / "manifests", hosts=hosts, home=tmp_path / "home")
 
 
-def installed_version(name: str) -> str:
-    from importlib.metadata import version
+def locked_version(name: str) -> str:
+    """``name``'s version in relgate's requirements.lock: one the tests' package mirror holds
+    (tests/pip_mirror.py), whatever this machine has installed."""
+    from packaging.utils import canonicalize_name
 
-    return version(name)
+    for line in (REPO / "requirements.lock").read_text(encoding="utf-8").splitlines():
+        project, sep, version = line.partition("==")
+        if sep and canonicalize_name(project.strip()) == canonicalize_name(name):
+            return version.strip()
+    raise KeyError(f"requirements.lock does not list {name}")
 
 
 def alive(pid: int) -> bool:
@@ -116,8 +122,6 @@ def alive(pid: int) -> bool:
     return True
 
 
-#: Tools relgate keeps between runs (the pypiserver venv): one per machine for the tests too.
-CACHE = Path(os.environ.get("RELGATE_TEST_CACHE") or Path("/tmp") / f"relgate-test-cache-{os.getuid()}")
 
 
 def base_env(**more: str) -> dict[str, str]:

@@ -16,6 +16,8 @@ import pytest
 
 from conftest import Project, pid_gone, wait_for
 
+FILE_SECONDS = 30  # about how long this file takes here: it starts early (tests/conftest.py)
+
 WAIT_S = 60.0  # an upper bound for the polling below (a hang shows as a failure); never a measurement
 
 needs_unshare = pytest.mark.skipif(

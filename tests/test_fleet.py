@@ -26,6 +26,8 @@ from relgate.run.hosts import Host, HostFacts
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool
 
+FILE_SECONDS = 20  # about how long this file takes here: it starts early (tests/conftest.py)
+
 pytestmark = pytest.mark.skipif(netns_missing() is not None, reason=f"no namespace hosts here: {netns_missing()}")
 
 @pytest.fixture(scope="module")

@@ -13,6 +13,8 @@ import pytest
 from conftest import REPO, Project, git
 from relgate.manifest.discover import make_targets_of
 
+FILE_SECONDS = 80  # about how long this file takes here: it starts early (tests/conftest.py)
+
 pytestmark = pytest.mark.skipif(shutil.which("cargo") is None or shutil.which("make") is None,
                                 reason="needs cargo and make")
 

@@ -10,6 +10,8 @@ import pytest
 
 from conftest import Project, copy_example, git, ledger_of
 
+FILE_SECONDS = 40  # about how long this file takes here: it starts early (tests/conftest.py)
+
 RED_ARM = """
 #[test]
 #[ignore = "contract arm: run by the contract lane"]

@@ -16,6 +16,8 @@ from conftest import Project
 from packaging_support import base_env, everything_under, local_cargo_registry, log_of, nox, rows, write_manifest
 from relgate.package.offline import probe
 
+FILE_SECONDS = 40  # about how long this file takes here: it starts early (tests/conftest.py)
+
 HAS_CARGO = shutil.which("cargo") is not None
 needs_cargo = pytest.mark.skipif(not HAS_CARGO, reason="cargo is not on PATH")
 NAMESPACE, NAMESPACE_WHY = probe()

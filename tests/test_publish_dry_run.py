@@ -16,13 +16,15 @@ from packaging_support import (
     alive,
     base_env,
     everything_under,
-    installed_version,
+    locked_version,
     log_of,
     nox,
     python_project,
     rows,
 )
 from relgate.package.publish import LocalIndex, free_port
+
+FILE_SECONDS = 150  # about how long this file takes here: it starts early (tests/conftest.py)
 
 
 def assert_no_secret(project: Project, secret: str, *outputs: str) -> None:
@@ -121,9 +123,9 @@ def test_credentials_for_an_index_must_come_from_the_environment(tmp_path: Path)
 
 
 def test_a_lock_that_no_longer_matches_what_resolves_fails(tmp_path: Path) -> None:
-    pins = {name: installed_version(name) for name in ("pytest", "iniconfig", "packaging", "pluggy", "pygments")}
+    pins = {name: locked_version(name) for name in ("pytest", "iniconfig", "packaging", "pluggy", "pygments")}
     pins.pop("pluggy")  # pytest needs it: it resolves, unlocked
-    lock = "".join(f"{n}=={v}\n" for n, v in pins.items()) + "colorlog==" + installed_version("colorlog") + "\n"
+    lock = "".join(f"{n}=={v}\n" for n, v in pins.items()) + "colorlog==" + locked_version("colorlog") + "\n"
     project = python_project(tmp_path, package_toml=(
         '[package]\nextras = ["test"]\n[publish]\nlock = "requirements.lock"\n'))
     (project.root / "requirements.lock").write_text(lock)
@@ -180,7 +182,7 @@ def copy_relgate(tmp_path: Path) -> Path:
 
 
 def test_relgate_qualifies_itself(tmp_path: Path) -> None:
-    """Over 30 s (≈2 min here): relgate's own sdist and wheel are built, extracted, installed
+    """Over 30 s (≈1 min here): relgate's own sdist and wheel are built, extracted, installed
     into an offline venv whose test step runs part of this suite, then resolved against the
     lock and uploaded to a local index — the whole release path on a real package, once."""
     root = copy_relgate(tmp_path)

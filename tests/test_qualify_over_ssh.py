@@ -22,6 +22,8 @@ from sshd_support import _rc_prefix, sshd_missing, start_sshd
 
 from conftest import REPO, git
 
+FILE_SECONDS = 120  # about how long this file takes here: it starts early (tests/conftest.py)
+
 pytestmark = pytest.mark.skipif(sshd_missing() is not None, reason=sshd_missing() or "")
 
 QUALIFIED = REPO / "examples" / "tinyinfer" / "qualified"

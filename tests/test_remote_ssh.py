@@ -16,6 +16,8 @@ from sshd_support import Sshd, keygen, sshd_missing, start_sshd
 
 from conftest import Project, git, ledger_of, pid_gone, wait_for
 
+FILE_SECONDS = 35  # about how long this file takes here: it starts early (tests/conftest.py)
+
 pytestmark = pytest.mark.skipif(sshd_missing() is not None, reason=sshd_missing() or "")
 
 from relgate.manifest.schema import read_toml  # noqa: E402

@@ -13,6 +13,8 @@ import pytest
 
 from conftest import Project, git, ledger_of
 
+FILE_SECONDS = 65  # about how long this file takes here: it starts early (tests/conftest.py)
+
 CHECKLIST = """
 [release]
 boards = ["{board}"]

@@ -18,6 +18,8 @@ from pathlib import Path
 
 from conftest import EXAMPLES, Project, copy_example, git
 
+FILE_SECONDS = 65  # about how long this file takes here: it starts early (tests/conftest.py)
+
 
 def _run(done: subprocess.CompletedProcess[str], *codes: int) -> subprocess.CompletedProcess[str]:
     assert "Traceback" not in done.stdout + done.stderr, done.stdout[-3000:] + done.stderr[-3000:]

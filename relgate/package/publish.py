@@ -408,7 +408,8 @@ def _plan_python(plan: Plan, environ: Mapping[str, str], cache: Path) -> tuple[l
     if credentials_missing:
         upload = _not_run(upload, credentials_missing)
     name, version = project.name, project.version
-    install = pip("--python", str(work.venv_python), "install", "--no-cache-dir", "--index-url", simple,
+    # --no-compile: only the import below uses the venv, and pip's compile never fails an install.
+    install = pip("--python", str(work.venv_python), "install", "--no-cache-dir", "--no-compile", "--index-url", simple,
                   "--find-links", str(work.wheelhouse), f"{name}=={version}")
     imports = publish.imports or (re.sub(r"[^A-Za-z0-9_]", "_", name),)
     steps += [upload, wheelhouse_step(plan, lock),
