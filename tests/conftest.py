@@ -24,6 +24,14 @@ os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get
 #: per machine.
 CACHE = Path(os.environ.get("RELGATE_TEST_CACHE") or Path("/tmp") / f"relgate-test-cache-{os.getuid()}")
 
+# Every Python the tests start keeps its bytecode in one folder outside the trees it runs in:
+# the hundreds of relgate and nox processes compile this checkout's modules once instead of
+# each time (a machine with PYTHONDONTWRITEBYTECODE set compiled them in every process), and
+# no copied project, package or repository gains a __pycache__/. The walkthrough test drops
+# both, as a user's shell has neither.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+os.environ["PYTHONPYCACHEPREFIX"] = str(CACHE / "pycache")
+
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The files that take longest start first, so that no worker is left with one of them at

@@ -159,7 +159,10 @@ def _pair_of_captures(rng: random.Random) -> tuple[bytes, bytes]:
 
     def text(rs: list) -> bytes:
         header = "# relgate evidence\n" if rng.random() < 0.5 else ""
-        return (header + "".join("\t".join(r) + "\n" for r in rs)).encode()
+        bom = "\ufeff" if rng.random() < 0.1 else ""
+        end = "\r\n" if rng.random() < 0.2 else "\n"  # as a Windows runner writes it
+        body = "".join("\t".join(r) + end for r in rs)
+        return (bom + header + (body.removesuffix(end) if rng.random() < 0.1 else body)).encode()
 
     return text(rows), text(cand)
 
@@ -167,11 +170,12 @@ def _pair_of_captures(rng: random.Random) -> tuple[bytes, bytes]:
 @pytest.mark.parametrize("seed", range(200))
 def test_diff_command_fast_path_matches_the_reference(tmp_path: Path, seed: int,
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    from relgate.evidence import cells_diff
+    from relgate.evidence import cells_diff, cells_parse
     from relgate.evidence.cells_diff import _diff_files
 
     monkeypatch.setattr(cells_diff, "_WINDOW", (1, 7, 64, 4096)[seed % 4])  # windows smaller than a row too
     monkeypatch.setattr(cells_diff, "_NEAR", (1, 3, 32, 32)[seed % 4])
+    monkeypatch.setattr(cells_parse, "_BLOCK", (1, 5, 64, 1 << 20)[seed // 4 % 4])  # blocks smaller than a row too
     rng = random.Random(seed)
     base_bytes, cand_bytes = _pair_of_captures(rng)
     base = _write(tmp_path, "base.cells", base_bytes)
@@ -202,10 +206,11 @@ def test_a_hostile_candidate_gets_the_reference_answer(tmp_path: Path, seed: int
     """The diff checks only the candidate rows that differ from the base's: whatever a
     candidate holds among equal rows, the answer (or the error naming its line) is the
     reference parser's."""
-    from relgate.evidence import cells_diff
+    from relgate.evidence import cells_diff, cells_parse
     from relgate.evidence.cells_diff import _diff_files
 
     monkeypatch.setattr(cells_diff, "_WINDOW", (7, 64, 4096)[seed % 3])
+    monkeypatch.setattr(cells_parse, "_BLOCK", (1, 5, 64, 1 << 20)[seed // 3 % 4])
     rng = random.Random(1000 + seed)
     base_bytes, cand_bytes = _pair_of_captures(rng)
     lines = cand_bytes.split(b"\n")
@@ -277,3 +282,46 @@ def test_unwritable_spill_folder_is_one_line_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="cannot write the evidence's temporary files"), \
             _spilling(tmp), ExitStack() as stack:
         sorted_cells(stack, [[big]], tmp=tmp, chunk_bytes=1024)
+
+
+@pytest.mark.parametrize("case", ["candidate missing", "base bad, candidate missing", "base missing",
+                                  "base a folder", "candidate a folder"])
+def test_the_diff_names_the_same_file_first_as_the_reference(tmp_path: Path, case: str) -> None:
+    """The diff reads both files a block at a time and opens the candidate before it has read
+    the base: the error is still the reference path's, the base's first."""
+    from relgate.evidence.cells_diff import _diff_files
+
+    good = _write(tmp_path, "good.cells", b"# relgate evidence\ns\ta\tk\t1\n")
+    bad = _write(tmp_path, "bad.cells", b"s\ta\tk\n")
+    missing, folder = tmp_path / "nope.cells", tmp_path
+    base, cand = {"candidate missing": (good, missing), "base bad, candidate missing": (bad, missing),
+                  "base missing": (missing, good), "base a folder": (folder, good),
+                  "candidate a folder": (good, folder)}[case]
+    with pytest.raises(InputError) as fast:
+        _diff_files(base, cand)
+    with pytest.raises(InputError) as reference:
+        diff_cells(read_cells(base), read_cells(cand))
+    assert str(fast.value) == str(reference.value)
+    assert str(fast.value).startswith(str(bad if case.startswith("base bad") else base if "base" in case else cand))
+
+
+def test_a_base_rewritten_between_the_two_reads_gets_the_reference_answer(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The first read of the base checks its rows and the walk trusts them: a base rewritten in
+    between (another size or time) is diffed by the reference path, as it now reads."""
+    from relgate.evidence import cells_diff
+
+    rows = [b"s\ta\tk%d\t%d\n" % (i, i) for i in range(50)]
+    base = _write(tmp_path, "base.cells", b"# relgate evidence\n" + b"".join(rows))
+    cand = _write(tmp_path, "cand.cells", b"# relgate evidence\n" + b"".join(rows[:20] + [b"s\ta\tk20\tmoved\n"] + rows[21:]))
+    first_pass = cells_diff._base_keys
+
+    def then_rewritten(blocks, kept=None):
+        keyed = first_pass(blocks, kept)
+        base.write_bytes(b"# relgate evidence\n" + b"".join(rows[:20]) + b"s\ta\tk20\tdup\ns\ta\tk20\tdup\n" + b"".join(rows[21:]))
+        return keyed
+
+    monkeypatch.setattr(cells_diff, "_base_keys", then_rewritten)
+    got = cells_diff._diff_files(base, cand)
+    assert got == diff_cells(read_cells(base), read_cells(cand))
+    assert [m[1:] for m in got.moved] == [("dup", "moved")]  # the last write of the rewritten base

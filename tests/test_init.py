@@ -175,7 +175,7 @@ def test_several_kinds_ask_for_kind(tmp_path):
     assert not (tmp_path / "manifests").exists()
     dry = relgate(tmp_path, "init", "--kind", "make", "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert "--- .gitignore (appended)\n.relgate/\n" in dry.stdout and "--- noxfile.py\n" in dry.stdout
+    assert "--- .gitignore (appended)\n.relgate/\n__pycache__/\n" in dry.stdout and "--- noxfile.py\n" in dry.stdout
     assert sorted(p.name for p in tmp_path.iterdir()) == ["Makefile", "pyproject.toml"]  # nothing written
 
 

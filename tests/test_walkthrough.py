@@ -28,7 +28,10 @@ def test_the_readme_walkthrough_runs_as_written(tmp_path):
     blocks = walkthrough_blocks()
     assert len(blocks) == 9, blocks
     box = start_sshd(tmp_path / "sshd")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RELGATE_")}
+    # A user's shell: no RELGATE_ settings, and Python writes bytecode beside the source (nox's
+    # import of the noxfile leaves __pycache__/ there; a `git add -A` must not commit it).
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith("RELGATE_") and k not in ("PYTHONDONTWRITEBYTECODE", "PYTHONPYCACHEPREFIX")}
     env.update(NO_COLOR="1", BOX_ADDRESS=box.address, BOX_PORT=str(box.port), BOX_USER=box.user,
                BOX_KEY=str(box.client_key), BOX_WORKDIR=str(box.dir / "work"),
                GIT_AUTHOR_NAME="A. Maintainer", GIT_AUTHOR_EMAIL="a@example.invalid",

@@ -41,13 +41,15 @@ cell when it can be avoided:
   in sequential C-level passes; a key present on one side only is stepped over; where
   the orders disagree, the rest is compared through a hash set of whole rows.
 - ``relgate evidence diff`` (:func:`diff_command`) of a usually-shaped base stays in
-  bytes: the base is checked whole and keyed once, for one set of its keys (which also
-  proves that it writes no cell twice); the candidate is compared with the base buffer to
-  buffer, a window at a time, and only rows that differ are cut out, checked, put aside
-  and, at the end, compared as sets of whole lines (the candidate writes a cell twice
-  exactly when a row put aside shares its key with another, or with a base row that was
-  matched); rows walked over as equal are the base's, so they need no check of their own.
-  Anything else (another shape, a cell written twice, a bad candidate row) goes through the
+  bytes and holds neither file whole: both are read a block of whole lines at a time
+  (:class:`~relgate.evidence.cells_parse._Blocks`). The base is read twice: first checked
+  block by block and keyed once, for one set of its keys (which also proves that it writes
+  no cell twice), then compared with the candidate block to block, a window at a time; only rows
+  that differ are cut out, checked, put aside and, at the end, compared as sets of whole
+  lines (the candidate writes a cell twice exactly when a row put aside shares its key
+  with another, or with a base row that was matched); rows walked over as equal are the
+  base's, so they need no check of their own. Anything else (another shape, a cell written
+  twice, a bad candidate row, a base that changed between the two reads) goes through the
   reference path above.
 - ``relgate evidence accept`` and ``nox -s evidence`` never hold a whole capture: see
   :mod:`relgate.evidence.stream`.

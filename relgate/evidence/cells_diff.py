@@ -6,22 +6,19 @@ The rules and how the fast paths work: :mod:`relgate.evidence.cells`.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Iterable, Iterator, Mapping
 from itertools import chain, compress, count, islice, repeat
 from operator import itemgetter, ne
 from pathlib import Path
 from typing import Any
 
+from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.evidence.cells_parse import (
     Cell,
-    _base_body,
-    _candidate_body,
+    _Blocks,
     _gc_paused,
     _prehash,
-    _read_bytes,
-    _read_meanwhile,
     _read_side,
     _Side,
     _utf8,
@@ -202,54 +199,106 @@ def _take_matched(rows: set[bytes], others: Iterable[bytes]) -> list[bytes]:
     return missing
 
 
-def _diff_bodies(bodies: list[tuple[bytes, int]]) -> EvidenceDiff | None:
-    """Diff two captures (``[(base, start), (candidate, start)]``: the bytes, ending with LF,
-    and where their rows start; the list is emptied, so the buffers are freed as soon as they
-    have served); None when a capture writes a cell twice (the reference path applies "the
-    last write wins") or a candidate row it looks at is not well formed (the reference path
-    names the line).
-
-    The base's rows were checked (:func:`_base_body`). Only the base is keyed, once, for one
-    set of its keys (each key once, or None). The two buffers are then compared
-    as they are, a window at a time, and only where they differ is a row cut out: a moved
-    value (the same key on both sides) is put aside with its partner and the walk goes on; a
-    row only the candidate has, or a base row that is gone here, is put aside and the walk
-    steps past it; where the orders disagree, the rest of both is put aside. The candidate's
-    rows walked over as equal are the base's, so well formed; the ones put aside and the rest
-    are checked. The rows put aside are compared as sets of whole lines, and only the ones
-    left are split into cells. The candidate writes a cell twice exactly when two of its rows
-    put aside share a key, or one's key is a base key whose base row was matched (and so is
-    in the candidate too).
-    """
-    (base, ib), (cand, ic) = bodies
-    bodies.clear()
-    base_start, cand_start = ib, ic
-    rows: list[bytes] | None = None
-    if _key_of(base[ib : base.find(b"\n", ib)]) == _key_of(cand[ic : cand.find(b"\n", ic)]):  # in step, as usual
-        lines = io.BytesIO(base)  # one line at a time: each is freed as soon as its key is cut out
-        lines.seek(base_start)
-        keys = list(map(itemgetter(0), map(bytes.rpartition, lines, repeat(b"\t"))))
-        del lines
-    else:  # the orders may disagree from the start: the rows are kept for the sets below
-        rows = base.split(b"\n")
-        rows.pop()
-        del rows[: base.count(b"\n", 0, base_start)]
-        keys = list(map(itemgetter(0), map(bytes.rpartition, rows, repeat(b"\t"))))
-    nb = len(keys)
-    _prehash(keys)
-    base_keys = set(keys)
-    del keys
-    if len(base_keys) != nb:
+def _base_keys(rows: _Blocks, kept: list[bytes] | None = None) -> tuple[set[bytes], int] | None:
+    """One pass over the base, a block at a time: every row checked (well formed, UTF-8, the
+    header too) and the set of its keys, with how many rows it holds (the rows themselves
+    into ``kept`` when it is given); None for anything else (the reference path), or when
+    the base writes a cell twice. The keys of a block are hashed in one pass before they
+    join the set (the set then only waits on memory)."""
+    block = rows.first()
+    if not block or not _utf8(rows.header):
         return None
+    keys_seen: set[bytes] = set()
+    n = 0
+    while block:
+        if not (_well_formed(block, 0) and _utf8(block)):
+            return None
+        n += block.count(b"\n")
+        lines = block.split(b"\n")
+        lines.pop()
+        keys = list(map(itemgetter(0), map(bytes.rpartition, lines, repeat(b"\t"))))
+        if kept is not None:
+            kept.extend(lines)
+        del lines
+        _prehash(keys)
+        keys_seen.update(keys)
+        del keys
+        block = rows.more()
+    return (keys_seen, n) if len(keys_seen) == n else None
+
+
+def _short(buf: bytes, i: int) -> bool:
+    """Whether ``buf[i:]`` holds fewer than two whole rows."""
+    end = buf.find(b"\n", i)
+    return end < 0 or buf.find(b"\n", end + 1) < 0
+
+
+def _two_rows(buf: bytes, i: int, rows: _Blocks) -> bytes:
+    """``buf[i:]`` with at least two whole rows: read on while there are fewer and more to read."""
+    buf = buf[i:]
+    while not rows.done and _short(buf, 0):
+        buf += rows.more()
+    return buf
+
+
+def _rows_left(head: bytes, rows: _Blocks, *, check: bool) -> list[bytes] | None:
+    """The rows of ``head`` (whole lines) and of everything ``rows`` has left, split a block at
+    a time (never joined into one buffer); with ``check``, None when a block is not well formed
+    or not UTF-8."""
+    out: list[bytes] = []
+    block = head
+    while True:
+        if block:
+            if check and not (_well_formed(block, 0) and _utf8(block)):
+                return None
+            out += block.split(b"\n")
+            out.pop()
+        if rows.done:
+            return out
+        block = rows.more()
+
+
+def _diff_blocks(base_rows: _Blocks, keyed: tuple[set[bytes], int], cand_rows: _Blocks,
+                 kept: list[bytes] | None) -> EvidenceDiff | None:
+    """Diff two capture files a block of each at a time; None when a capture writes a cell
+    twice (the reference path applies "the last write wins") or a candidate row it looks at
+    is not well formed (the reference path names the line).
+
+    The base was read once (:func:`_base_keys`: every row checked, one set of its keys) and
+    is read again here, beside the candidate: both are compared as they are, a window at a
+    time, and only where they differ is a row cut out: a moved value
+    (the same key on both sides) is put aside with its partner and the walk goes on; a row
+    only the candidate has, or a base row that is gone here, is put aside and the walk steps
+    past it; where the orders disagree, the rest of both is read and put aside. The
+    candidate's rows walked over as equal are the base's, so well formed; the ones put aside
+    and the rest are checked. The rows put aside are compared as sets of whole lines, and
+    only the ones left are split into cells. The candidate writes a cell twice exactly when
+    two of its rows put aside share a key, or one's key is a base key whose base row was
+    matched (and so is in the candidate too). Memory: the base's keys, a block of each capture,
+    the rows put aside; where the orders disagreed from the first row (``kept``: the base's
+    rows, from the first pass), the rows of both.
+    """
+    base_keys, nb = keyed
+    base, cand = base_rows.first(), cand_rows.first()
+    first_block = base
+    if not _utf8(cand_rows.header):
+        return None
+    ib = ic = 0
     gone: list[bytes] = []  # base rows not matched by an equal candidate row (yet)
     new: list[bytes] = []  # candidate rows not matched by an equal base row (yet)
-    lb, lc = len(base), len(cand)
     steps_left = 256 + nb // 16  # past this many one-sided rows, the sets are cheaper
-    while ib < lb and ic < lc:
-        n = _common_prefix(base, ib, cand, ic)
-        if ib + n >= lb or ic + n >= lc:  # one side ends inside the shared bytes (at a row's end)
-            ib, ic = ib + n, ic + n
+    while True:
+        if not base_rows.done and _short(base, ib):
+            base, ib = _two_rows(base, ib, base_rows), 0
+        if not cand_rows.done and _short(cand, ic):
+            cand, ic = _two_rows(cand, ic, cand_rows), 0
+        lb, lc = len(base), len(cand)
+        if ib >= lb or ic >= lc:  # a capture ends here
             break
+        n = _common_prefix(base, ib, cand, ic)
+        if ib + n >= lb or ic + n >= lc:  # a window ends inside the shared bytes (at a row's end)
+            ib, ic = ib + n, ic + n
+            continue
         cut = base.rfind(b"\n", ib, ib + n)  # rows up to the last shared LF are equal
         if cut >= 0:
             ic += cut + 1 - ib
@@ -274,6 +323,9 @@ def _diff_bodies(bodies: list[tuple[bytes, int]]) -> EvidenceDiff | None:
             ic = ec + 1
             continue
         after = base.find(b"\n", eb + 1)
+        if after < 0 and not base_rows.done:  # the row after it is in the next block
+            base, eb, ib = _two_rows(base, ib, base_rows), eb - ib, 0
+            after = base.find(b"\n", eb + 1)
         if after > 0 and _key_of(base[eb + 1 : after]) == kc:  # the base row's cell is gone here
             gone.append(rb)
             ib = eb + 1
@@ -286,33 +338,21 @@ def _diff_bodies(bodies: list[tuple[bytes, int]]) -> EvidenceDiff | None:
         if not (_well_formed(aside, 0) and _utf8(aside)):
             return None
         del aside
-    if ic < lc:
-        if ic == cand_start:  # the whole candidate (its header included: comments are UTF-8 too)
-            if not (_well_formed(cand, ic) and _utf8(cand)):
-                return None
-            rest_c = cand.split(b"\n")
-            del rest_c[: cand.count(b"\n", 0, cand_start)]
-        else:
-            if not (_well_formed(cand, ic) and (cand.isascii() or _utf8(cand[ic:]))):
-                return None
-            rest_c = cand[ic:].split(b"\n")
-        rest_c.pop()
-    else:
-        rest_c = []
-    if cand_start and not _utf8(cand[:cand_start]):
-        return None
+    rest_c = _rows_left(cand[ic:], cand_rows, check=True)
     del cand
-    # Every base row is walked over as equal, put aside, or left in the rest.
-    if ib == base_start and rows is not None:
-        rest_b = rows
-    elif ib == base_start:  # the whole base, its header dropped
-        rest_b = base.split(b"\n")
-        rest_b.pop()
-        del rest_b[: base.count(b"\n", 0, base_start)]
+    if rest_c is None:
+        return None
+    if kept is not None and base is first_block and not ib:  # no base row was walked over
+        rest_b = kept[:]
+        kept.clear()  # the caller's list too: the rows are freed with rest_b below
     else:
-        rest_b = base[ib:].split(b"\n")
-        rest_b.pop()
-    del base, rows
+        if kept is not None:
+            kept.clear()
+        rest_b = _rows_left(base[ib:], base_rows, check=False) or []
+    del base, first_block, kept
+    if not base_rows.unchanged():  # the first pass's checks were of another file
+        return None
+    # Every base row is walked over as equal, put aside, or left in the rest.
     identical = nb - len(gone) - len(rest_b)
     if len(rest_b) > 1024 or len(rest_c) > 1024:
         _prehash(rest_b)
@@ -327,7 +367,7 @@ def _diff_bodies(bodies: list[tuple[bytes, int]]) -> EvidenceDiff | None:
     new_by_key: dict[bytes, bytes] = {}
     for row in new_set:
         key = _key_of(row)
-        if key in new_by_key or (key in base_keys and key not in gone_by_key):
+        if key in new_by_key or (key not in gone_by_key and key in base_keys):
             return None  # the candidate writes this cell twice
         new_by_key[key] = row
     del base_keys
@@ -346,25 +386,33 @@ def _diff_bodies(bodies: list[tuple[bytes, int]]) -> EvidenceDiff | None:
 
 
 def _diff_files(base: Path, candidate: Path) -> EvidenceDiff:
-    """Diff two capture files: through :func:`_diff_bodies` when the base has the usual shape,
+    """Diff two capture files: through :func:`_diff_blocks` when the base has the usual shape,
     no cell is written twice and the candidate's rows that differ are well formed, else
-    through the reference parser (which also names a bad line)."""
+    through the reference parser (which also names a bad line; the base's errors first)."""
     with _gc_paused():
-        bodies: list[tuple[bytes, int]] = []
-        candidate_bytes = _read_meanwhile(Path(candidate))  # while the base is read and checked
+        d = None
+        base_rows = _Blocks(Path(base))
         try:
-            body = _base_body(_read_bytes(Path(base)))
-        except BaseException:
-            candidate_bytes(keep=False)  # the base's error is the one to report
-            raise
-        if body is None:  # the reference path reads both, the base's errors first
-            candidate_bytes(keep=False)
-        else:
-            bodies.append(body)
-            bodies.append(_candidate_body(candidate_bytes()))
-        del body
-        d = _diff_bodies(bodies) if len(bodies) == 2 else None
-        bodies.clear()
+            try:
+                cand_rows: _Blocks | None = _Blocks(Path(candidate))
+            except InputError as exc:  # raised once the base is known to be well formed
+                cand_rows, cannot = None, exc
+            # Where the first rows' keys differ, the orders may disagree from the start: the
+            # first pass keeps the base's rows for the sets, as the walk would split them again.
+            first_b, first_c = base_rows.first(), cand_rows.first() if cand_rows else b""
+            in_step = _key_of(first_b[: first_b.find(b"\n")]) == _key_of(first_c[: first_c.find(b"\n")])
+            del first_b, first_c
+            kept: list[bytes] | None = None if in_step else []
+            keyed = _base_keys(base_rows, kept)
+            if keyed is not None and cand_rows is None:
+                raise cannot
+            if keyed is not None and cand_rows is not None:
+                d = _diff_blocks(base_rows, keyed, cand_rows, kept)
+            del keyed, kept
+        finally:
+            base_rows.close()
+            if cand_rows is not None:
+                cand_rows.close()
         if d is None:
             base_side = _read_side(base)
             candidate_side = _read_side(candidate)

@@ -60,7 +60,7 @@ class InitPlan:
     lanes_file: Path | None  # the project's own lanes file, reused
     source: str  # what was read: "cargo metadata", "make -pRrq", "pyproject.toml [project]"
     next_commands: tuple[str, ...]
-    gitignore: tuple[str, ...] = ()  # lines appended to .gitignore (the ledger home, python's build output)
+    gitignore: tuple[str, ...] = ()  # lines appended to .gitignore (the ledger home, bytecode, python's build output)
 
 
 def relgate_schemas() -> Path | None:
@@ -172,11 +172,23 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
                     gitignore=_gitignore_missing(root, kind))
 
 
+#: Lines that already keep nox's bytecode of the noxfile (``__pycache__/noxfile.*.pyc``) out.
+_PYCACHE_IGNORED = ("__pycache__", "__pycache__/", "/__pycache__/", "**/__pycache__", "**/__pycache__/",
+                    "*.pyc", "*.py[cod]", "*.py[co]")
+
+
 def _gitignore_missing(root: Path, kind: str) -> tuple[str, ...]:
-    wanted = [".relgate/"] + (["dist/", "build/", "*.egg-info/"] if kind == "python" else [])
+    """The ledger's home, the bytecode nox writes beside the noxfile it imports (a `git add -A`
+    would commit it, and package_verify then finds it in the package), python's build output."""
     ignore = root / ".gitignore"
-    have = ignore.read_text(encoding="utf-8", errors="replace").splitlines() if ignore.is_file() else []
-    return tuple(w for w in wanted if w not in have and "/" + w not in have)
+    have = [line.strip() for line in ignore.read_text(encoding="utf-8", errors="replace").splitlines()] \
+        if ignore.is_file() else []
+    wanted = [w for w in (".relgate/",) if w not in have and "/" + w not in have]
+    if not set(have) & set(_PYCACHE_IGNORED):
+        wanted.append("__pycache__/")
+    if kind == "python":
+        wanted += [w for w in ("dist/", "build/", "*.egg-info/") if w not in have and "/" + w not in have]
+    return tuple(wanted)
 
 
 def _next_commands(root: Path, mdir: Path) -> tuple[str, ...]:
