@@ -28,6 +28,8 @@ def _num(value: float | None) -> str:
 
 
 def row_label(key: Sequence[str], columns: Sequence[str]) -> str:
+    if len(key) == 1 and len(columns) >= 1:  # one key column, the usual case: no join
+        return f"{columns[0]}={key[0]}"
     return " ".join(f"{c}={v}" for c, v in zip(columns, key)) or "(one row)"
 
 
