@@ -38,6 +38,9 @@ RUNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("signoff", "signoff.py", ()),
     ("host_vs_shell", "host_vs_shell.py", ()),
     ("reuse", "reuse.py", ()),
+    ("compare_stats", "compare_stats.py", ()),
+    ("init_speed", "init_speed.py", ()),
+    ("capture_check", "capture_check.py", ()),
 )
 
 

@@ -23,6 +23,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import judge  # noqa: E402
 from relgate.core.redact import Redactor, redact_file  # noqa: E402
 from relgate.run.capture import check_capture  # noqa: E402
 
@@ -61,6 +63,9 @@ def main() -> int:
         print(f"{name:22} min {min(ts):.3f} s  median {statistics.median(ts):.3f} s  max {max(ts):.3f} s")
     a, b = (statistics.median(ts) for ts in times.values())
     print(f"ratio check_capture / redact_file: {a / b:.2f}")
+    judge(f"capture check, {args.cells:,} cells: check_capture / redact_file (the pass it replaced)", goal=1.0,
+          ours=times["check_capture"], anchor=times["redact_file (before)"], ours_label="check_capture",
+          anchor_label="redact_file")
     return 0
 
 

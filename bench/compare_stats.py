@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import REPO, failed, make_project, timed  # noqa: E402
+from _common import REPO, failed, judge, make_project, timed  # noqa: E402
 
 sys.path.insert(0, str(REPO))
 
@@ -150,10 +150,9 @@ def main() -> int:
         print(f"ratio ours / anchor:         {_spread(ratios)}")
         load1 = os.getloadavg()
         print(f"load average at end: {load1[0]:.2f} {load1[1]:.2f} {load1[2]:.2f}")
-        med = statistics.median(ours)
-        noisy = min(ours) <= GOAL < max(ours)
-        print(f"{'PASS' if med <= GOAL else 'MISS'}: relgate measure compare median {med:.3f} s against the goal "
-              f"<= {GOAL:.1f} s" + (" (noisy: the spread crosses the goal)" if noisy else ""))
+        judge(f"compare: relgate measure compare, {args.rows:,} rows × {args.metrics} metrics × {args.runs} runs a "
+              "side (the old policy's read + medians beside it)", goal=GOAL, ours=ours, anchor=anchor, mode="value",
+              ours_label="relgate measure compare", anchor_label="old policy, in process")
     return 0
 
 

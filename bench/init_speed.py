@@ -32,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import REPO, failed, git, timed  # noqa: E402
+from _common import REPO, failed, git, judge, timed  # noqa: E402
 
 GOAL_S = 1.0
 
@@ -126,7 +126,8 @@ def main() -> int:
         print(f"cargo metadata  {_stats(anchor_s)}")
         print(f"ratio of medians {med_r / med_a:.2f}; relgate adds {med_r - med_a:.3f} s")
         print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-        print(f"goal init <= {GOAL_S:.1f} s: {'PASS' if med_r <= GOAL_S else 'MISS'} (median {med_r:.3f} s)")
+        judge(f"init: relgate init of a {args.targets}-target crate (cargo metadata alone beside it)", goal=GOAL_S,
+              ours=relgate_s, anchor=anchor_s, mode="value", ours_label="relgate init", anchor_label="cargo metadata")
     return 0
 
 

@@ -19,7 +19,10 @@ Two lanes are measured, each with its own goal line:
 * ``make``: the example's real ``make test`` and ``make contract`` per host. The 4 namespace
   hosts share this machine's cores, so their work competes for the same CPUs. After the
   warm-up each host's checkout is reused (same commit), so make finds its objects built and
-  mostly runs the tests.
+  mostly runs the tests. The floor of that sharing is measured in the same rounds, on its
+  own goal line: the same two commands through OpenSSH's ``ssh`` on 4 hosts at once (each in
+  a built copy of the project) against 1, with no relgate: the sessions, the servers and the
+  work of 4 hosts on this machine's cores.
 
 Before timing, each configuration runs once (the commit is delivered, checkouts exist); the
 ledger of every timed run is checked: every step on every host must pass, or the figures
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import shutil
 import sys
 import tempfile
@@ -87,6 +91,19 @@ every_host = ["gate"]
 }
 
 
+def _ssh_make(hosts: list, copies: list[Path], tmp: Path) -> list[str]:
+    """One ``sh -c`` running the make lane's two targets through ``ssh`` on every host at once,
+    each in its own copy of the project; its status is 1 when any of them failed."""
+    runs = []
+    for i, (host, copy) in enumerate(zip(hosts, copies)):
+        known = host.sshd.write_known_hosts(tmp / f"floor{i}.known_hosts")
+        ssh = ["ssh", "-q", "-i", str(host.sshd.client_key), "-p", str(host.sshd.port), "-o", "BatchMode=yes",
+               "-o", f"UserKnownHostsFile={known}", "-o", "StrictHostKeyChecking=yes",
+               f"{host.sshd.user}@{host.sshd.address}", f"cd {shlex.quote(str(copy))} && make test && make contract"]
+        runs.append(f"{shlex.join(ssh)} >/dev/null 2>&1 & pids=\"$pids $!\"")
+    return ["sh", "-c", 'pids=""; ' + "; ".join(runs) + '; rc=0; for p in $pids; do wait "$p" || rc=1; done; exit $rc']
+
+
 def check_ledger(home: Path, hosts: int, targets: int) -> str | None:
     """Why the last run does not count (a step not passed, a host missing), or None."""
     with Ledger.open(home) as ledger:
@@ -131,6 +148,9 @@ def main(argv: list[str] | None = None) -> int:
                 (manifests / "lanes.toml").write_text(text.replace("{seconds}", f"{args.seconds:g}"))
                 targets = text.count("[target.")
                 times: dict[str, list[float]] = {"fleet": [], "one": []}
+                copies = [tmp / f"copy{i}" for i in range(HOSTS)] if lane == "make" else []
+                for copy in copies:
+                    shutil.copytree(root, copy, symlinks=True)
                 print(f"\nlane {lane}: relgate lane gate, {targets} targets, on {HOSTS} namespace hosts vs on 1")
                 for n in range(0, args.rounds + 1):
                     for label, folder, count in (("fleet", fleet_hosts, HOSTS), ("one", one_host, 1)):
@@ -147,10 +167,24 @@ def main(argv: list[str] | None = None) -> int:
                             continue
                         times[label].append(wall)
                         print(f"  round {n} {label:5s} {wall:6.2f} s wall  {cpu:6.2f} s cpu")
+                    for label, count in (("floor 4", HOSTS), ("floor 1", 1)) if copies else ():
+                        wall, _, done = timed(_ssh_make(ns[:count], copies, tmp), env, cwd=root)
+                        if done.returncode != 0:
+                            return failed(f"{label} (ssh HOST make in copies of the project)", done)
+                        if n:
+                            times.setdefault(label, []).append(wall)
+                            print(f"  round {n} {label} {wall:6.2f} s wall (ssh host 'make test && make contract')")
                 results[lane] = (times["fleet"], times["one"])
+                if copies:
+                    results["make floor"] = (times["floor 4"], times["floor 1"])
                 print(f"  {HOSTS} hosts {spread(times['fleet'], 1, '.2f')} s, 1 host {spread(times['one'], 1, '.2f')} s")
     print()
     for lane, (fleet, one) in results.items():
+        if lane == "make floor":
+            judge(f"fan-out floor, the make lane's commands through OpenSSH, no relgate: {HOSTS} hosts / 1 host",
+                  goal=GOAL, ours=fleet, anchor=one, fmt=".3f", ours_label=f"ssh, {HOSTS} hosts",
+                  anchor_label="ssh, 1 host")
+            continue
         what = (f"three {args.seconds:g} s waits: relgate's own cost of fanning out" if lane == "wait" else
                 f"make test/contract: {HOSTS} hosts sharing this machine's {os.cpu_count()} cores")
         judge(f"fan-out, lane {lane} ({what}): {HOSTS} hosts / 1 host", goal=GOAL, ours=fleet, anchor=one,
