@@ -23,6 +23,7 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 _MAX_WORKERS = 8
+_STOPS = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
 
 
 def workers_for(items: int, min_per_worker: int) -> int:
@@ -56,28 +57,38 @@ def map_chunks(fn: Callable[[Sequence[T]], list[R]], items: Sequence[T], *, min_
         out = fn(items[bounds[0] : bounds[1]])
         while children:
             pid, read_end, w = children[0]
-            with os.fdopen(read_end, "rb") as answer:
+            with os.fdopen(read_end, "rb", closefd=False) as answer:
                 data = answer.read()
-            children.pop(0)
-            _, status = os.waitpid(pid, 0)
+            # Reaped and struck off together (a stop in between would kill a pid no longer ours);
+            # the child closed its pipe, so it is ending and the wait is short.
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOPS)
+            try:
+                _, status = os.waitpid(pid, 0)
+                children.pop(0)
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            os.close(read_end)
             part = pickle.loads(data) if status == 0 and data else None  # noqa: S301 (our own child's)
             out.extend(fn(items[bounds[w] : bounds[w + 1]]) if part is None else part)
         return out
     finally:
         for pid, read_end, _ in children:  # this process failed or was stopped: end its children
-            os.close(read_end)
+            try:
+                os.close(read_end)
+            except OSError:
+                pass
             try:
                 os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
             except ProcessLookupError:
                 pass
-            os.waitpid(pid, 0)
 
 
 def _child(fn: Callable[[Sequence[T]], list[R]], chunk: Sequence[T], read_end: int, write_end: int) -> None:
     code = 1
     try:
         os.close(read_end)
-        for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):  # the parent's handlers are not ours
+        for sig in _STOPS:  # the parent's handlers are not ours
             signal.signal(sig, signal.SIG_DFL)
         data = pickle.dumps(fn(chunk), protocol=pickle.HIGHEST_PROTOCOL)
         with os.fdopen(write_end, "wb") as out:
