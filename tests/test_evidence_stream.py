@@ -325,3 +325,28 @@ def test_a_base_rewritten_between_the_two_reads_gets_the_reference_answer(tmp_pa
     got = cells_diff._diff_files(base, cand)
     assert got == diff_cells(read_cells(base), read_cells(cand))
     assert [m[1:] for m in got.moved] == [("dup", "moved")]  # the last write of the rewritten base
+
+
+@pytest.mark.parametrize("added", [0, 1, 10, 63])
+def test_cells_added_at_the_start_still_walk_a_block_at_a_time(tmp_path: Path, added: int,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new test run first puts its cells before the base's first one: the captures still
+    start in step, so the first pass keeps no base rows (only where the orders disagree)."""
+    from relgate.evidence import cells_diff
+
+    rows = [b"s\ta\tk%d\t%d\n" % (i, i) for i in range(200)]
+    base = _write(tmp_path, "base.cells", b"# relgate evidence\n" + b"".join(rows))
+    front = [b"new\tcpu\tfront%d\t1\n" % i for i in range(added)]
+    cand = _write(tmp_path, "cand.cells", b"# relgate evidence\n" + b"".join(front + rows[:50] + [b"s\ta\tk50\tx\n"] + rows[51:]))
+    kept_given: list[object] = []
+    first_pass = cells_diff._base_keys
+
+    def recording(blocks, kept=None):
+        kept_given.append(kept)
+        return first_pass(blocks, kept)
+
+    monkeypatch.setattr(cells_diff, "_base_keys", recording)
+    got = cells_diff._diff_files(base, cand)
+    assert got == diff_cells(read_cells(base), read_cells(cand))
+    assert len(got.only_candidate) == added and len(got.moved) == 1
+    assert kept_given == [None]
