@@ -24,7 +24,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import judge  # noqa: E402
+from _common import Bench, judge  # noqa: E402
 from relgate.core.redact import Redactor, redact_file  # noqa: E402
 from relgate.run.capture import check_capture  # noqa: E402
 
@@ -44,7 +44,7 @@ def main() -> int:
     args = parser.parse_args()
     redact = Redactor(["planted-secret-0001", "planted-secret-0002"])
     times: dict[str, list[float]] = {"check_capture": [], "redact_file (before)": []}
-    with tempfile.TemporaryDirectory() as tmp:
+    with Bench("capture_check"), tempfile.TemporaryDirectory() as tmp:
         source = Path(tmp) / "capture.cells"
         generate(source, args.cells)
         print(f"{args.cells} cells, {source.stat().st_size / 2**20:.1f} MiB, {args.rounds} rounds")
