@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from relgate.core.errors import InputError
-from relgate.evidence import stream
+from relgate.evidence import stream, stream_sort
 from relgate.evidence.cells import diff_cells, merge_captures, read_cells, render_capture
 from relgate.evidence.stream import count_cells, diff_sorted, sorted_cells, write_sorted
 
@@ -48,8 +48,28 @@ def _write(tmp_path: Path, name: str, data: bytes) -> Path:
     return path
 
 
+def _sorter(monkeypatch: pytest.MonkeyPatch, external: bool) -> list[bool]:
+    """GNU sort for every file bigger than a chunk (``external``), or for none; the answers of
+    each of its runs (True: it sorted the file; False: it gave up and Python sorted it)."""
+    if external and stream_sort.gnu_sort() is None:
+        pytest.skip("GNU sort is not on PATH")
+    monkeypatch.setattr(stream, "EXTERNAL_MIN_BYTES", 0 if external else 1 << 62)
+    answers: list[bool] = []
+    real = stream.external_run
+
+    def recording(*args, **kwargs):
+        answers.append(real(*args, **kwargs))
+        return answers[-1]
+
+    monkeypatch.setattr(stream, "external_run", recording)
+    return answers
+
+
+@pytest.mark.parametrize("external", [False, True], ids=["python", "gnu-sort"])
 @pytest.mark.parametrize("seed", range(40))
-def test_stream_matches_the_reference(tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_stream_matches_the_reference(tmp_path: Path, seed: int, external: bool,
+                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    sorted_by = _sorter(monkeypatch, external)
     rng = random.Random(seed)
     if seed % 3 == 0:  # many runs: merged in groups first
         monkeypatch.setattr(stream, "MAX_RUNS", 3)
@@ -71,6 +91,9 @@ def test_stream_matches_the_reference(tmp_path: Path, seed: int, monkeypatch: py
         if chunk < 64:  # tiny chunks: the captures were spilled as runs and merged
             assert any((tmp_path / "tmp").iterdir())
     assert not (tmp_path / "tmp").exists() or not any((tmp_path / "tmp").iterdir())  # the runs are gone
+    if external and chunk < 1 << 20 and not low and base.stat().st_size > 2 * chunk:
+        assert True in sorted_by  # GNU sort sorted at least one of the files
+    assert external or not sorted_by
 
 
 def test_a_sorted_baseline_is_merged_in_place_and_diffs_like_the_reference(tmp_path: Path) -> None:
@@ -102,10 +125,13 @@ BAD = [
 ]
 
 
+@pytest.mark.parametrize("external", [False, True], ids=["python", "gnu-sort"])
 @pytest.mark.parametrize(("data", "message"), BAD)
 @pytest.mark.parametrize("chunk", [8, 64, 1 << 20])
 def test_bad_input_names_file_and_line_as_the_reference(tmp_path: Path, data: bytes, message: str,
-                                                        chunk: int) -> None:
+                                                        chunk: int, external: bool,
+                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    sorted_by = _sorter(monkeypatch, external)
     path = _write(tmp_path, "bad.cells", data)
     with pytest.raises(InputError) as reference:
         read_cells(path)
@@ -113,16 +139,37 @@ def test_bad_input_names_file_and_line_as_the_reference(tmp_path: Path, data: by
         sorted_cells(stack, [[path]], tmp=tmp_path / "tmp", chunk_bytes=chunk)
     assert message in str(reference.value)
     assert str(streamed.value) == str(reference.value)
+    assert True not in sorted_by  # GNU sort gave every bad file back to the Python sort
 
 
-def test_a_value_ending_in_cr_is_refused_as_write_cells_does(tmp_path: Path) -> None:
-    path = _write(tmp_path, "cr.cells", b"s\ta\tk\tv\r\r\n")
+@pytest.mark.parametrize("external", [False, True], ids=["python", "gnu-sort"])
+def test_a_value_ending_in_cr_is_refused_as_write_cells_does(tmp_path: Path, external: bool,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    sorted_by = _sorter(monkeypatch, external)
+    path = _write(tmp_path, "cr.cells", b"s\ta\tj\tw\n" * 5 + b"s\ta\tk\tv\r\r\n" + b"s\ta\tl\tw\n" * 5)
     with pytest.raises(InputError) as reference:
         render_capture(read_cells(path))
     with pytest.raises(InputError) as streamed, ExitStack() as stack:
-        [cells] = sorted_cells(stack, [[path]], tmp=None)
+        [cells] = sorted_cells(stack, [[path]], tmp=tmp_path / "tmp", chunk_bytes=16)
         write_sorted(cells, io.BytesIO())
     assert str(streamed.value) == str(reference.value)
+    assert sorted_by == ([True] if external else [])
+
+
+def test_gnu_sort_keeps_the_last_write_of_a_cell_across_the_whole_file(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The file is fed to sort newest first, so ``-s -u`` keeps each cell's last write, however
+    far apart its writes are (other chunks, the first line and the last)."""
+    sorted_by = _sorter(monkeypatch, True)
+    rows = [b"s\ta\tk%d\tfirst\n" % (i % 50) for i in range(200)] + [b"s\ta\tk7\tlast\n", b"s\ta\tk0\tlast"]
+    path = _write(tmp_path, "dups.cells", b"\xef\xbb\xbf# relgate evidence\r\n" + b"".join(rows))
+    with ExitStack() as stack:
+        [cells] = sorted_cells(stack, [[path]], tmp=tmp_path / "tmp", chunk_bytes=64)
+        out = io.BytesIO()
+        assert write_sorted(cells, out) == 50
+    assert sorted_by == [True]
+    assert out.getvalue() == render_capture(read_cells(path)).encode()
+    assert b"k7\tlast\n" in out.getvalue() and b"k0\tlast\n" in out.getvalue()
 
 
 def test_missing_file_is_an_input_error(tmp_path: Path) -> None:

@@ -11,7 +11,9 @@ bounded by a chunk of the input (:data:`CHUNK_BYTES`), not by the capture.
   cell (keys are cut out once, to see whether one repeats). A capture that fits one chunk
   stays in memory; a bigger one is spilled as sorted runs to a temporary folder (the ledger
   home's ``tmp/``) and merged back block by block: every run's buffered rows up to the
-  smallest "last buffered key" of the runs are sorted together (the later write wins).
+  smallest "last buffered key" of the runs are sorted together (the later write wins). A
+  file of :data:`EXTERNAL_MIN_BYTES` or more is sorted by GNU ``sort`` instead, its rows
+  checked here first (:mod:`relgate.evidence.stream_sort`), into one run.
 - The stream's order is the cells' ``(suite, arm, key)`` order, the order
   :func:`~relgate.evidence.cells.write_cells` writes: bytes of ``suite\\tarm\\tkey``
   compared as they are, which is that order whenever no field holds a byte below TAB;
@@ -48,6 +50,7 @@ from relgate.evidence.cells import (
     _gc_paused,
     label,
 )
+from relgate.evidence.stream_sort import external_run, gnu_sort
 
 __all__ = ["CHUNK_BYTES", "MERGE_BYTES", "SortedCells", "count_cells", "diff_sorted", "sorted_cells", "write_sorted"]
 
@@ -59,6 +62,10 @@ MERGE_BYTES = 2 << 20
 
 MAX_RUNS = 64
 """Runs merged at once; more are first merged in groups of this many (open files stay few)."""
+
+EXTERNAL_MIN_BYTES = 16 << 20
+"""A capture file at least this big is sorted by GNU sort where it is on PATH
+(:mod:`relgate.evidence.stream_sort`); a smaller one costs less sorted here."""
 
 _NOT_LOW = bytes(range(0x09, 0x100))  # deleting these leaves the bytes that sort below TAB
 _SHIFT = bytes([0x00 if b == 0x09 else min(b + 1, 0xFF) for b in range(256)])
@@ -326,7 +333,7 @@ class SortedCells:
         self._small = sum(_size(p) for p in self.paths) <= self._chunk
         with _gc_paused():
             for path in self.paths:
-                if not self._sort_file(path, in_place=True):
+                if not self._sort_file(path, in_place=True) and not self._sort_external(path):
                     self._sort_file(path, in_place=False)
             while len(self._runs) > MAX_RUNS:  # merge consecutive groups: a later run still wins
                 groups = [self._runs[i:i + MAX_RUNS] for i in range(0, len(self._runs), MAX_RUNS)]
@@ -364,8 +371,8 @@ class SortedCells:
                     held = rows if chunks == 1 else None
                     continue
                 del keys
-                if chunks > 1:
-                    return False  # read it again from the start, sorting every chunk
+                if chunks > 1 or self._external_for(path):
+                    return False  # read it again from the start, sorting every chunk (or GNU sort does)
                 in_place = False
             self._add(_unique_sorted(rows, self.order, three_tabs))
             del rows
@@ -375,6 +382,34 @@ class SortedCells:
             self._add(held)
         elif in_place and chunks:
             self._runs.append(_InPlace(path))
+        return True
+
+    def _external_for(self, path: Path) -> bool:
+        """Whether GNU sort is to sort this file (big, the plain order, GNU sort on PATH)."""
+        return not self.shifted and not self._small and _size(path) >= EXTERNAL_MIN_BYTES and gnu_sort() is not None
+
+    def _sort_external(self, path: Path) -> bool:
+        """Sort a big file with GNU sort (:mod:`relgate.evidence.stream_sort`) into one run;
+        False where that is not for this file (small, the shifted order, no GNU sort) or it
+        gave up (a bad row, a byte below TAB, sort failing): the Python sort then reads it."""
+        if not self._external_for(path):
+            return False
+        source, three_tabs = str(path), [True]
+
+        def parse(data: bytes, first: bool, last: bool) -> list[bytes] | None:
+            try:
+                rows, whole = _parse_chunk(data, source, 1, first=first, last=last, shifted=False)
+            except (_RowError, _NeedsShift, InputError):
+                return None  # the Python sort names the line (or takes the shifted order)
+            three_tabs[0] = three_tabs[0] and whole
+            return rows
+
+        run = self._spill([])
+        if not external_run(path, run, tmp=run.parent, chunk=self._chunk, parse=parse):
+            run.unlink()
+            return False
+        self.three_tabs = self.three_tabs and three_tabs[0]
+        self._runs.append(run)
         return True
 
     def _add(self, block: Block) -> None:
@@ -401,6 +436,11 @@ class SortedCells:
                 out.write(b"\n".join(rows))
                 out.write(b"\n")
         return path
+
+    def single_run(self) -> Path | None:
+        """The one sorted run file these cells are, when they are exactly that (GNU sort's run of
+        one file): its bytes are the rows in order, one per line."""
+        return self._runs[0] if len(self._runs) == 1 and isinstance(self._runs[0], Path) else None
 
     def blocks(self) -> Iterator[Block]:
         """The cells in order, unique, in blocks of sorted rows."""
@@ -477,9 +517,31 @@ def write_sorted(cells: SortedCells, out: BinaryIO) -> int:
     written = 0
     ends_cr = methodcaller("endswith", b"\r")
     with _gc_paused():
-        written = _write_blocks(cells.blocks(), out, ends_cr)
+        run = cells.single_run()
+        if run is None:
+            written = _write_blocks(cells.blocks(), out, ends_cr)
+        else:  # one sorted run on disk (GNU sort's): copied as it is, its rows counted, not split
+            for data in _run_bytes(run):
+                if b"\r\n" in data:  # a value ends with CR: the row-wise writer names it
+                    _write_blocks(iter([data.split(b"\n")[:-1]]), out, ends_cr)
+                out.write(data)
+                written += data.count(b"\n")
     cells.rows = written
     return written
+
+
+def _run_bytes(path: Path) -> Iterator[bytes]:
+    """A run file's bytes in blocks of whole lines (a run ends every row with LF)."""
+    with open(path, "rb") as handle:
+        carry = b""
+        while block := handle.read(MERGE_BYTES):
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n") + 1
+            data, carry = data[:cut], data[cut:]
+            if data:
+                yield data
+        if carry:
+            yield carry + b"\n"
 
 
 def _write_blocks(blocks: Iterator[Block], out: BinaryIO, ends_cr: Callable[[bytes], bool]) -> int:
@@ -498,8 +560,10 @@ def _write_blocks(blocks: Iterator[Block], out: BinaryIO, ends_cr: Callable[[byt
 
 def count_cells(cells: SortedCells) -> int:
     """How many unique cells the capture holds."""
+    run = cells.single_run()
     with _gc_paused():
-        cells.rows = sum(map(len, cells.blocks()))
+        cells.rows = sum(map(len, cells.blocks())) if run is None else sum(map(methodcaller("count", b"\n"),
+                                                                              _run_bytes(run)))
     return cells.rows
 
 

@@ -1,0 +1,105 @@
+"""A big capture file sorted by the system's GNU ``sort``: the rows checked here, the sorting
+and the "last write wins" done in C.
+
+:class:`~relgate.evidence.stream.SortedCells` hands a capture to :func:`external_run` when
+it is bigger than a few chunks and GNU ``sort`` is on PATH. The file is read backwards, a
+line-aligned chunk at a time; each chunk is checked and parsed by the caller's ``parse`` (the
+same rules and parser as the Python sort) and its rows are written, newest first, to
+``LC_ALL=C sort -s -u -t TAB -k1,3``. Byte order of ``suite TAB arm TAB key`` is the cells'
+order when no field holds a byte below TAB (the caller's parse refuses such a file, and the
+Python sort then takes it in the shifted order); ``-u`` keeps the first row of each key in
+its input, and the input runs newest first, so the last write wins. Anything else (a bad
+row, an odd byte, ``sort`` failing or missing) returns False and the Python sort reads the
+file from the start: its answers and its ``file:line`` errors are the reference.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
+from functools import lru_cache
+from pathlib import Path
+
+__all__ = ["external_run", "gnu_sort"]
+
+
+@lru_cache(maxsize=1)
+def gnu_sort() -> str | None:
+    """The path of GNU ``sort`` on PATH (its ``-s -u`` keep the first of equal lines), or None."""
+    found = shutil.which("sort")
+    if found is None:
+        return None
+    try:
+        done = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=10,
+                              env={**os.environ, "LC_ALL": "C"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return found if done.returncode == 0 and "GNU coreutils" in done.stdout else None
+
+
+def backward_chunks(path: Path, size: int) -> Iterator[tuple[bytes, bool, bool]]:
+    """``(data, is the file's first chunk, is its last)``: whole lines, about ``size`` bytes each,
+    from the end of the file to its start (a line longer than a chunk is read whole)."""
+    with open(path, "rb") as handle:
+        end = handle.seek(0, os.SEEK_END)
+        pos, tail, last = end, b"", True
+        while pos > 0:
+            start = max(0, pos - size)
+            handle.seek(start)
+            data = handle.read(pos - start) + tail
+            pos = start
+            if start > 0:
+                cut = data.find(b"\n") + 1  # the line this chunk starts inside belongs to the one before
+                if not cut or cut == len(data):
+                    tail = data
+                    continue
+                tail, data = data[:cut], data[cut:]
+            else:
+                tail = b""
+            yield data, start == 0, last
+            last = False
+        if last:  # an empty file: one empty chunk, as the forward reader gives
+            yield b"", True, True
+
+
+def external_run(path: Path, out: Path, *, tmp: Path, chunk: int,
+                 parse: Callable[[bytes, bool, bool], list[bytes] | None]) -> bool:
+    """Sort ``path``'s rows into ``out`` (one per line, unique by key, the last write winning,
+    in byte order of the key) with GNU sort; ``parse(data, first, last)`` gives a chunk's rows
+    in file order, or None to give up. False when it gave up or sort failed (``out`` is then
+    left empty)."""
+    sort = gnu_sort()
+    if sort is None:
+        return False
+    size = max(path.stat().st_size, 1)
+    buffer_mib = max(16, min(size // 3, 512 << 20) >> 20)  # sort's own memory, a third of the capture at most
+    env = {**os.environ, "LC_ALL": "C"}
+    with open(out, "wb") as sink:
+        proc = subprocess.Popen([sort, "-s", "-u", "-t", "\t", "-k1,3", "-S", f"{buffer_mib}M", "-T", str(tmp)],
+                                stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.DEVNULL, env=env)
+        ok = False
+        try:
+            assert proc.stdin is not None
+            for data, first, last in backward_chunks(path, chunk):
+                rows = parse(data, first, last)
+                if rows is None:
+                    break
+                if rows:
+                    rows.reverse()
+                    rows.append(b"")
+                    proc.stdin.write(b"\n".join(rows))
+            else:
+                ok = True
+            proc.stdin.close()
+        except OSError:  # sort went away (a full temporary folder): the Python sort says why
+            ok = False
+        finally:
+            if not ok and proc.poll() is None:
+                proc.kill()
+            code = proc.wait()
+    if ok and code == 0:
+        return True
+    out.write_bytes(b"")
+    return False
