@@ -50,6 +50,8 @@ from relgate.evidence.cells import (
     _gc_paused,
     label,
 )
+from relgate.evidence.cells_parse import _utf8 as _utf8_ok
+from relgate.evidence.cells_parse import _well_formed
 from relgate.evidence.stream_sort import external_run, gnu_sort
 
 __all__ = ["CHUNK_BYTES", "MERGE_BYTES", "SortedCells", "count_cells", "diff_sorted", "sorted_cells", "write_sorted"]
@@ -396,16 +398,33 @@ class SortedCells:
             return False
         source, three_tabs = str(path), [True]
 
-        def parse(data: bytes, first: bool, last: bool) -> list[bytes] | None:
-            try:
-                rows, whole = _parse_chunk(data, source, 1, first=first, last=last, shifted=False)
-            except (_RowError, _NeedsShift, InputError):
-                return None  # the Python sort names the line (or takes the shifted order)
-            three_tabs[0] = three_tabs[0] and whole
-            return rows
+        def rows_of(data: bytes, first: bool, last: bool) -> bytes | None:
+            """The chunk's rows as whole lines, last first (BOM, CRs, comments and blanks gone), or None."""
+            plain = data[len(_BOM_BYTES):] if first and data.startswith(_BOM_BYTES) else data
+            if b"\r" in plain:
+                plain = plain.replace(b"\r\n", b"\n")
+                if last and plain.endswith(b"\r"):
+                    plain = plain[:-1]
+            if plain and not plain.endswith(b"\n"):
+                plain += b"\n"
+            if not plain or plain.translate(None, _NOT_LOW):
+                return None if plain else b""  # a byte below TAB: the shifted order, Python's
+            if _well_formed(plain, 0) and _utf8_ok(plain):  # rows of exactly three tabs, nothing else
+                rows = plain.split(b"\n")
+                rows.pop()
+            else:
+                try:
+                    rows, whole = _parse_chunk(data, source, 1, first=first, last=last, shifted=False)
+                except (_RowError, _NeedsShift, InputError):
+                    return None  # the Python sort names the line
+                three_tabs[0] = three_tabs[0] and whole
+            if rows:
+                rows.reverse()  # newest first
+                rows.append(b"")
+            return b"\n".join(rows)
 
         run = self._spill([])
-        if not external_run(path, run, tmp=run.parent, chunk=self._chunk, parse=parse):
+        if not external_run(path, run, tmp=run.parent, chunk=self._chunk, rows_of=rows_of):
             run.unlink()
             return False
         self.three_tabs = self.three_tabs and three_tabs[0]

@@ -3,12 +3,13 @@ and the "last write wins" done in C.
 
 :class:`~relgate.evidence.stream.SortedCells` hands a capture to :func:`external_run` when
 it is bigger than a few chunks and GNU ``sort`` is on PATH. The file is read backwards, a
-line-aligned chunk at a time; each chunk is checked and parsed by the caller's ``parse`` (the
-same rules and parser as the Python sort) and its rows are written, newest first, to
-``LC_ALL=C sort -s -u -t TAB -k1,3``. Byte order of ``suite TAB arm TAB key`` is the cells'
-order when no field holds a byte below TAB (the caller's parse refuses such a file, and the
-Python sort then takes it in the shifted order); ``-u`` keeps the first row of each key in
-its input, and the input runs newest first, so the last write wins. Anything else (a bad
+line-aligned chunk at a time, so ``sort`` reads while the file is still being checked; the
+caller's ``rows_of`` checks each chunk by the same rules as the Python sort (a chunk of plain
+rows in whole-buffer tests, any other through the parser) and gives its rows last first, and
+they go to ``LC_ALL=C sort -s -u -t TAB -k1,3``. Byte order of ``suite TAB arm TAB key`` is
+the cells' order when no field holds a byte below TAB (``rows_of`` refuses such a file, and
+the Python sort then takes it in the shifted order); ``-u`` keeps the first row of each key
+in its input, and the input runs newest first, so the last write wins. Anything else (a bad
 row, an odd byte, ``sort`` failing or missing) returns False and the Python sort reads the
 file from the start: its answers and its ``file:line`` errors are the reference.
 """
@@ -65,40 +66,38 @@ def backward_chunks(path: Path, size: int) -> Iterator[tuple[bytes, bool, bool]]
 
 
 def external_run(path: Path, out: Path, *, tmp: Path, chunk: int,
-                 parse: Callable[[bytes, bool, bool], list[bytes] | None]) -> bool:
+                 rows_of: Callable[[bytes, bool, bool], bytes | None]) -> bool:
     """Sort ``path``'s rows into ``out`` (one per line, unique by key, the last write winning,
-    in byte order of the key) with GNU sort; ``parse(data, first, last)`` gives a chunk's rows
-    in file order, or None to give up. False when it gave up or sort failed (``out`` is then
-    left empty)."""
+    in byte order of the key) with GNU sort, fed the file's chunks from its end to its start;
+    ``rows_of(data, first, last)`` gives a chunk's rows as whole lines, *last row first*
+    (comments and blank lines dropped, line ends normalized), or None to give up. False when
+    it gave up or sort failed (``out`` is then left empty)."""
     sort = gnu_sort()
     if sort is None:
         return False
     size = max(path.stat().st_size, 1)
     buffer_mib = max(16, min(size // 3, 512 << 20) >> 20)  # sort's own memory, a third of the capture at most
     env = {**os.environ, "LC_ALL": "C"}
+    ok = False
     with open(out, "wb") as sink:
-        proc = subprocess.Popen([sort, "-s", "-u", "-t", "\t", "-k1,3", "-S", f"{buffer_mib}M", "-T", str(tmp)],
-                                stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.DEVNULL, env=env)
-        ok = False
+        order = subprocess.Popen([sort, "-s", "-u", "-t", "\t", "-k1,3", "-S", f"{buffer_mib}M", "-T", str(tmp)],
+                                 stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.DEVNULL, env=env)
+        assert order.stdin is not None
         try:
-            assert proc.stdin is not None
             for data, first, last in backward_chunks(path, chunk):
-                rows = parse(data, first, last)
+                rows = rows_of(data, first, last)
                 if rows is None:
                     break
-                if rows:
-                    rows.reverse()
-                    rows.append(b"")
-                    proc.stdin.write(b"\n".join(rows))
+                order.stdin.write(rows)
             else:
                 ok = True
-            proc.stdin.close()
+            order.stdin.close()
         except OSError:  # sort went away (a full temporary folder): the Python sort says why
             ok = False
         finally:
-            if not ok and proc.poll() is None:
-                proc.kill()
-            code = proc.wait()
+            if not ok and order.poll() is None:
+                order.kill()
+            code = order.wait()
     if ok and code == 0:
         return True
     out.write_bytes(b"")
