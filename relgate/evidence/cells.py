@@ -64,7 +64,6 @@ from __future__ import annotations
 
 from relgate.evidence.cells_diff import EvidenceDiff, diff_cells
 from relgate.evidence.cells_parse import (  # the private ones: relgate.evidence.stream reads by the same rules
-    _BOM_BYTES,  # noqa: F401
     _EXPECTED,  # noqa: F401
     _FIELD_NAMES,  # noqa: F401
     HEADER,

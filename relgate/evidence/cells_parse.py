@@ -218,15 +218,22 @@ def _parse_text(text: str, source: str) -> _Side:
     return _parse_reference(text, source)  # rows with tabs in values; a bad row: names the first bad line
 
 
-def _normalized(data: bytes) -> tuple[bytes, int, int]:
-    """A capture's bytes without BOM and CRs before LF, how many header lines (comments and
-    empty lines before the first row) it starts with, and where its rows start."""
-    if data.startswith(_BOM_BYTES):
+def _plain(data: bytes, *, first: bool, last: bool) -> bytes:
+    """Whole lines of a capture without its BOM (``first``: they start the file) and the CR of
+    each CRLF (and, ``last``: they end the file, the CR that ends it)."""
+    if first and data.startswith(_BOM_BYTES):
         data = data[len(_BOM_BYTES) :]
     if b"\r" in data:
         data = data.replace(b"\r\n", b"\n")
-        if data.endswith(b"\r"):
+        if last and data.endswith(b"\r"):  # a CR-terminated last line without LF
             data = data[:-1]
+    return data
+
+
+def _normalized(data: bytes) -> tuple[bytes, int, int]:
+    """A capture's bytes without BOM and CRs before LF, how many header lines (comments and
+    empty lines before the first row) it starts with, and where its rows start."""
+    data = _plain(data, first=True, last=True)
     start = header_lines = 0
     while data.startswith((b"#", b"\n"), start):
         end = data.find(b"\n", start)
@@ -348,17 +355,13 @@ class _Blocks:
             if not raw:
                 self.done = True
                 self._carry = b""
-                if b"\r" in data:
-                    data = data.replace(b"\r\n", b"\n")
-                    if data.endswith(b"\r"):
-                        data = data[:-1]
+                data = _plain(data, first=False, last=True)
                 return data + b"\n" if data and not data.endswith(b"\n") else data
             data += raw
             cut = data.rfind(b"\n") + 1  # a partial last line waits for the rest of it
             if cut:
                 self._carry = data[cut:]
-                data = data[:cut]
-                return data.replace(b"\r\n", b"\n") if b"\r" in data else data
+                return _plain(data[:cut], first=False, last=False)
         return b""
 
     def first(self) -> bytes:

@@ -41,7 +41,6 @@ from typing import BinaryIO
 
 from relgate.core.errors import InputError
 from relgate.evidence.cells import (
-    _BOM_BYTES,
     _EXPECTED,
     _FIELD_NAMES,
     HEADER,
@@ -50,8 +49,8 @@ from relgate.evidence.cells import (
     _gc_paused,
     label,
 )
+from relgate.evidence.cells_parse import _cannot_read, _plain, _well_formed
 from relgate.evidence.cells_parse import _utf8 as _utf8_ok
-from relgate.evidence.cells_parse import _well_formed
 from relgate.evidence.stream_sort import external_run, gnu_sort
 
 __all__ = ["CHUNK_BYTES", "MERGE_BYTES", "SortedCells", "count_cells", "diff_sorted", "sorted_cells", "write_sorted"]
@@ -140,12 +139,7 @@ def _parse_chunk(data: bytes, source: str, lineno: int, *, first: bool, last: bo
                  ) -> tuple[list[bytes], bool]:
     """The rows of a chunk of whole lines whose first line is ``lineno`` (comments and blanks
     dropped), and whether every row was seen to have exactly three tabs."""
-    if first and data.startswith(_BOM_BYTES):
-        data = data[len(_BOM_BYTES):]
-    if b"\r" in data:
-        data = data.replace(b"\r\n", b"\n")
-        if last and data.endswith(b"\r"):  # a CR-terminated last line without LF
-            data = data[:-1]
+    data = _plain(data, first=first, last=last)
     _utf8(data, source, lineno)
     if not shifted and data.translate(None, _NOT_LOW):
         raise _NeedsShift
@@ -181,12 +175,8 @@ def _chunks(path: Path, size: int) -> Iterator[tuple[bytes, int, bool, bool]]:
                 yield chunk, lineno, first, False
                 lineno += chunk.count(b"\n")
                 first = False
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such evidence file") from None
-    except IsADirectoryError:
-        raise InputError(f"{path}: is a directory, not an evidence file") from None
     except OSError as exc:
-        raise InputError(f"{path}: cannot read evidence file: {exc.strerror or exc}") from None
+        raise _cannot_read(path, exc) from None
 
 
 def _read_blocks(handle: BinaryIO, size: int) -> Iterator[Block]:
@@ -396,15 +386,12 @@ class SortedCells:
         gave up (a bad row, a byte below TAB, sort failing): the Python sort then reads it."""
         if not self._external_for(path):
             return False
-        source, three_tabs = str(path), [True]
+        source, three_tabs = str(path), True
 
         def rows_of(data: bytes, first: bool, last: bool) -> bytes | None:
             """The chunk's rows as whole lines, last first (BOM, CRs, comments and blanks gone), or None."""
-            plain = data[len(_BOM_BYTES):] if first and data.startswith(_BOM_BYTES) else data
-            if b"\r" in plain:
-                plain = plain.replace(b"\r\n", b"\n")
-                if last and plain.endswith(b"\r"):
-                    plain = plain[:-1]
+            nonlocal three_tabs
+            plain = _plain(data, first=first, last=last)
             if plain and not plain.endswith(b"\n"):
                 plain += b"\n"
             if not plain or plain.translate(None, _NOT_LOW):
@@ -414,10 +401,10 @@ class SortedCells:
                 rows.pop()
             else:
                 try:
-                    rows, whole = _parse_chunk(data, source, 1, first=first, last=last, shifted=False)
+                    rows, whole = _parse_chunk(plain, source, 1, first=False, last=False, shifted=False)
                 except (_RowError, _NeedsShift, InputError):
                     return None  # the Python sort names the line
-                three_tabs[0] = three_tabs[0] and whole
+                three_tabs = three_tabs and whole
             if rows:
                 rows.reverse()  # newest first
                 rows.append(b"")
@@ -427,7 +414,7 @@ class SortedCells:
         if not external_run(path, run, tmp=run.parent, chunk=self._chunk, rows_of=rows_of):
             run.unlink()
             return False
-        self.three_tabs = self.three_tabs and three_tabs[0]
+        self.three_tabs = self.three_tabs and three_tabs
         self._runs.append(run)
         return True
 
@@ -541,7 +528,7 @@ def write_sorted(cells: SortedCells, out: BinaryIO) -> int:
             written = _write_blocks(cells.blocks(), out, ends_cr)
         else:  # one sorted run on disk (GNU sort's): copied as it is, its rows counted, not split
             for data in _run_bytes(run):
-                if b"\r\n" in data:  # a value ends with CR: the row-wise writer names it
+                if b"\r\n" in data:  # a value ends with CR: the row-wise writer raises, naming it
                     _write_blocks(iter([data.split(b"\n")[:-1]]), out, ends_cr)
                 out.write(data)
                 written += data.count(b"\n")
@@ -581,8 +568,10 @@ def count_cells(cells: SortedCells) -> int:
     """How many unique cells the capture holds."""
     run = cells.single_run()
     with _gc_paused():
-        cells.rows = sum(map(len, cells.blocks())) if run is None else sum(map(methodcaller("count", b"\n"),
-                                                                              _run_bytes(run)))
+        if run is None:
+            cells.rows = sum(map(len, cells.blocks()))
+        else:  # one run on disk: its lines, counted without splitting them
+            cells.rows = sum(map(methodcaller("count", b"\n"), _run_bytes(run)))
     return cells.rows
 
 
