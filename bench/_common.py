@@ -119,18 +119,54 @@ def failed(label: str, done: subprocess.CompletedProcess[str], log: Path | None 
     return 1
 
 
-# Runs a command and reports the peak resident memory of it and its children (ru_maxrss).
+# Runs a command and reports its peak memory: the largest process (ru_maxrss) or the whole tree at once.
 PEAK_WRAP = """\
-import resource, subprocess, sys, json
-done = subprocess.run(sys.argv[2:], stdin=subprocess.DEVNULL, capture_output=True, text=True)
-peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-json.dump({"code": done.returncode, "peak_mib": peak, "out": (done.stdout + done.stderr)[-4000:]},
-          open(sys.argv[1], "w"))
+import json, os, resource, subprocess, sys, threading
+
+def tree_rss(root):
+    # the resident memory of root and every process below it, together (bytes), from /proc
+    kids, rss = {}, {}
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as fh:
+                fields = fh.read().rsplit(b")", 1)[1].split()
+        except OSError:
+            continue
+        kids.setdefault(int(fields[1]), []).append(int(name))
+        rss[int(name)] = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+    total, todo = 0, [root]
+    while todo:
+        pid = todo.pop()
+        total += rss.get(pid, 0)
+        todo.extend(kids.get(pid, ()))
+    return total
+
+proc = subprocess.Popen(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                        text=True)
+together, stop = [0], threading.Event()
+
+def sample():
+    while not stop.wait(0.05):
+        together[0] = max(together[0], tree_rss(proc.pid))
+
+sampler = threading.Thread(target=sample, daemon=True)
+sampler.start()
+out, _ = proc.communicate()
+stop.set()
+sampler.join()
+largest = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+json.dump({"code": proc.returncode, "peak_mib": max(largest, together[0] / (1 << 20)), "largest_mib": largest,
+           "together_mib": together[0] / (1 << 20), "out": out[-4000:]}, open(sys.argv[1], "w"))
 """
 
 
 def measure(argv: list[str], env: dict[str, str], cwd: Path, tmp: Path) -> tuple[float, subprocess.CompletedProcess[str]]:
-    """Peak memory (MiB) of ``argv`` and its children, measured in a fresh wrapper process."""
+    """Peak memory (MiB) of ``argv`` and its children, measured in a fresh wrapper process: the
+    larger of the largest process's own peak (``ru_maxrss``) and the most the whole tree held at
+    once (its processes' resident memory summed, read every 50 ms), so that a helper such as
+    ``sort`` running beside relgate counts with it."""
     result = tmp / "peak.json"
     subprocess.run([sys.executable, "-c", PEAK_WRAP, str(result), *argv], env=env, cwd=cwd, check=True)
     data = json.loads(result.read_text())

@@ -172,6 +172,181 @@ def test_gnu_sort_keeps_the_last_write_of_a_cell_across_the_whole_file(tmp_path:
     assert b"k7\tlast\n" in out.getvalue() and b"k0\tlast\n" in out.getvalue()
 
 
+# --- plain captures: GNU sort reads the file itself (sort -C proves an order, sort -s -u sorts) ----
+
+
+def _plain_sorter(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
+    """GNU sort for every file bigger than a chunk; the answers of the plain path by file name
+    (True: it sorted or proved the file; False: it gave the file to the reference path)."""
+    _sorter(monkeypatch, True)
+    answers: dict[str, bool] = {}
+    real = stream.SortedCells._sort_plain
+
+    def recording(self, path):
+        answers[path.name] = yield from real(self, path)
+        return answers[path.name]
+
+    monkeypatch.setattr(stream.SortedCells, "_sort_plain", recording)
+    return answers
+
+
+def _plain_capture(rng: random.Random, rows: int, *, order: str, repeat: bool, header: bool) -> bytes:
+    cells = sorted({(rng.choice(["scan", "scan2", "golden", "\u00e9", "s p", "a", "ab"]), rng.choice(["cpu", "cuda", "c"]),
+                     f"k{rng.randrange(10 * rows)}") for _ in range(rows)})
+    values = ["1", "2.5", "", "x y", "\u00fc"]
+    out = [f"{s}\t{a}\t{k}\t{rng.choice([*values, f'{rng.random():.3f}'])}" for s, a, k in cells]
+    if order == "shuffled":
+        rng.shuffle(out)
+    elif order == "late" and len(out) > 8:  # in order for a while, then not
+        out[-3:] = reversed(out[-3:])
+    if repeat and out:  # a cell written twice, its last write elsewhere
+        key = out[rng.randrange(len(out))].rsplit("\t", 1)[0]
+        out.insert(rng.randrange(len(out) + 1), f"{key}\tagain")
+    text = "\n".join(out) + rng.choice(["\n", ""])
+    return (("# relgate evidence\n" if header else "") + text).encode()
+
+
+@pytest.mark.parametrize("order", ["sorted", "late", "shuffled"])
+@pytest.mark.parametrize("repeat", [False, True], ids=["unique", "written-twice"])
+@pytest.mark.parametrize("header", [False, True], ids=["rows", "header"])
+@pytest.mark.parametrize("seed", range(4))
+def test_plain_captures_sorted_by_gnu_sort_match_the_reference(tmp_path: Path, order: str, repeat: bool,
+                                                               header: bool, seed: int,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file of plain rows is read here only to be checked, while GNU sort reads it itself: an
+    order proven by ``sort -C -u`` keeps the file as it is, anything else is sorted by
+    ``sort -s -u``; a cell written twice or rows behind a header out of order give the file
+    to the reference path. Every answer (the rows written, the counts, the diff both ways, with
+    the diff's own reading of the base by lines) is the reference's, through a real file and a
+    BytesIO alike."""
+    answers = _plain_sorter(monkeypatch)
+    rng = random.Random(seed * 31 + len(order))
+    base = _write(tmp_path, "base.cells", _plain_capture(rng, 400, order="sorted", repeat=False, header=True))
+    cand = _write(tmp_path, "cand.cells", _plain_capture(rng, 400, order=order, repeat=repeat, header=header))
+    base_cells, cand_cells = read_cells(base), read_cells(cand)
+    with ExitStack() as stack:
+        b, c = sorted_cells(stack, [[base], [cand]], tmp=tmp_path / "tmp", chunk_bytes=512)
+        out = io.BytesIO()
+        assert write_sorted(c, out) == len(cand_cells)
+        assert out.getvalue() == render_capture(cand_cells).encode()
+        with open(tmp_path / "written.cells", "wb") as fh:
+            assert write_sorted(c, fh) == len(cand_cells)
+        assert (tmp_path / "written.cells").read_bytes() == out.getvalue()
+        assert count_cells(b) == len(base_cells)
+        assert diff_sorted(b, c) == diff_cells(base_cells, cand_cells)
+        assert diff_sorted(c, b) == diff_cells(cand_cells, base_cells)
+    # the base (in order, behind its header) is proven in place; the candidate as its shape allows
+    expected = not repeat and (order == "sorted" or not header)
+    assert answers == {"base.cells": True, "cand.cells": expected}
+
+
+@pytest.mark.parametrize("window", [1, 7, 64, 1024, 1 << 18])
+@pytest.mark.parametrize("seed", range(6))
+def test_two_plain_runs_diff_as_bytes_where_equal_and_as_the_reference(tmp_path: Path, window: int, seed: int,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A release's capture against its baseline: mostly the same bytes. The two runs are
+    compared a window of bytes at a time and row by row only where a window differs (a value
+    moved, longer or shorter, a cell gone or new, a row longer than the window), then as bytes
+    again: the answer is the reference's, both ways, for windows smaller than a row too."""
+    _plain_sorter(monkeypatch)
+    monkeypatch.setattr(stream, "_RAW_WINDOW", window)
+    rng = random.Random(seed)
+    cells = {(f"s{i % 3}", rng.choice(["cpu", "cuda"]), f"k{i:05d}"): f"{rng.random():.4f}" for i in range(600)}
+    cand = dict(cells)
+    for cell in rng.sample(sorted(cand), rng.randrange(0, 12)):
+        cand[cell] = rng.choice(["m", "moved to a longer value", "", cand[cell] + "0"])
+    for cell in rng.sample(sorted(cand), rng.randrange(0, 6)):
+        del cand[cell]
+    for n in range(rng.randrange(0, 6)):
+        cand[(rng.choice(["s0", "s1", "s9", "a"]), "cpu", f"new{n}")] = "x" * rng.choice([1, 300])
+    rows = [f"{s}\t{a}\t{k}\t{v}" for (s, a, k), v in sorted(cand.items())]
+    if seed % 2:
+        rng.shuffle(rows)  # sorted by GNU sort first
+    base = _write(tmp_path, "base.cells", render_capture(cells).encode())
+    cand_path = _write(tmp_path, "cand.cells", ("\n".join(rows) + rng.choice(["\n", ""])).encode())
+    with ExitStack() as stack:
+        b, c = sorted_cells(stack, [[base], [cand_path]], tmp=tmp_path / "tmp", chunk_bytes=512)
+        assert b.single_run() is not None and c.single_run() is not None  # the runs' path
+        assert diff_sorted(b, c) == diff_cells(cells, cand)
+        assert diff_sorted(c, b) == diff_cells(cand, cells)
+        assert diff_sorted(b, b) == diff_cells(cells, cells)
+
+
+@pytest.mark.parametrize("late", [b"# a comment\n", b"\n", b"s\ta\tk\tv\r\n", b"s\ta\tk\n", b"s\t\tk\tv\n",
+                                  b"s\ta\tk\t\xff\n", b"s\ta\tk\tv\x01\n", b"s\ta\tk\tv\tw\n"],
+                         ids=["comment", "blank", "crlf", "two-tabs", "empty-arm", "not-utf8", "low-byte", "tab-in-value"])
+@pytest.mark.parametrize("order", ["sorted", "shuffled"])
+def test_a_row_that_is_not_plain_late_in_the_file_gives_it_to_the_reference(tmp_path: Path, late: bytes, order: str,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check runs while sort reads: a row that is not plain after many that are stops the
+    plain path (its sort is killed), and the reference path's answer or error stands."""
+    answers = _plain_sorter(monkeypatch)
+    rows = [b"s\ta\tk%05d\t%d\n" % (i, i) for i in range(400)]
+    if order == "shuffled":
+        random.Random(3).shuffle(rows)
+    rows.insert(350, late)
+    path = _write(tmp_path, "late.cells", b"".join(rows))
+
+    def answer(run):
+        try:
+            return run()
+        except InputError as exc:
+            return f"InputError: {exc}"
+
+    def streamed():
+        with ExitStack() as stack:
+            [cells] = sorted_cells(stack, [[path]], tmp=tmp_path / "tmp", chunk_bytes=256)
+            out = io.BytesIO()
+            write_sorted(cells, out)
+            return out.getvalue()
+
+    assert answer(streamed) == answer(lambda: render_capture(read_cells(path)).encode())
+    assert answers == {"late.cells": False}
+    assert not (tmp_path / "tmp").exists() or not any((tmp_path / "tmp").iterdir())  # sort's output is gone
+
+
+def test_a_failing_group_ends_the_sorts_begun_for_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every group's GNU sort starts before any file is checked to its end: when the base turns
+    out bad, the candidate's sort (still running) is killed and reaped, and its output removed."""
+    _plain_sorter(monkeypatch)
+    started = []
+    real = stream.start_sort
+
+    def recording(*args, **kwargs):
+        started.append(real(*args, **kwargs))
+        return started[-1]
+
+    monkeypatch.setattr(stream, "start_sort", recording)
+    base = _write(tmp_path, "base.cells", b"".join(b"s\ta\tk%05d\t%d\n" % (i, i) for i in range(400)) + b"s\ta\n")
+    cand = _write(tmp_path, "cand.cells", b"".join(b"s\ta\tk%05d\t%d\n" % (i, i) for i in range(20000, 0, -1)))
+    with pytest.raises(InputError, match="base.cells:401: malformed evidence row"), ExitStack() as stack:
+        sorted_cells(stack, [[base], [cand]], tmp=tmp_path / "tmp", chunk_bytes=256)
+    assert len(started) == 1 and started[0].returncode is not None  # begun, then ended and reaped
+    assert not any((tmp_path / "tmp").iterdir())
+
+
+def test_a_capture_changing_while_sort_reads_it_goes_to_the_reference(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Relgate and sort each read the file: when it is not the same file (inode, size, mtime)
+    after sort as before, what sort read is not what was checked, and the plain path gives up."""
+    answers = _plain_sorter(monkeypatch)
+    path = _write(tmp_path, "moving.cells", b"".join(b"s\ta\tk%05d\t%d\n" % (i, i) for i in range(400, 0, -1)))
+    real, calls = stream._state, []
+
+    def state(p: Path) -> tuple[int, int, int]:  # after sort, a later mtime: the file was written meanwhile
+        calls.append(p)
+        ino, size, mtime = real(p)
+        return ino, size, mtime + (len(calls) > 1)
+
+    monkeypatch.setattr(stream, "_state", state)
+    with ExitStack() as stack:
+        [cells] = sorted_cells(stack, [[path]], tmp=tmp_path / "tmp", chunk_bytes=256)
+        out = io.BytesIO()
+        write_sorted(cells, out)
+    assert answers == {"moving.cells": False} and calls == [path, path]
+    assert out.getvalue() == render_capture(read_cells(path)).encode()
+
+
 def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError, match="no such evidence file"), ExitStack() as stack:
         sorted_cells(stack, [[tmp_path / "nope.cells"]], tmp=None)

@@ -15,10 +15,9 @@ two streams; only the cells that differ are held.
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager, suppress
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from relgate.core.errors import InputError
@@ -98,21 +97,19 @@ def accept(ledger: Ledger, *, commit: str, release: str, project: ProjectIdentit
             tmp.mkdir(parents=True, exist_ok=True)
             folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="evidence-accept-", dir=tmp)))
             written = []  # every board's baseline is written (and so checked) before any is stored
-            for board in sorted(captures):
+            for n, board in enumerate(sorted(captures)):
                 with ExitStack() as sorting:
                     [cells] = sorted_cells(sorting, [list(captures[board].files)], tmp=tmp)
-                    fd, name = tempfile.mkstemp(prefix="baseline-", suffix=".cells", dir=folder)
-                    with os.fdopen(fd, "wb") as out:
-                        written.append((board, Path(name), write_sorted(cells, out)))
+                    path = folder / f"baseline-{n}.cells"
+                    with open(path, "xb") as out:
+                        written.append((board, path, write_sorted(cells, out)))
         empty = [board for board, _path, count in written if not count]
         if empty:  # a capture of comments only is no evidence: it would make a baseline nothing can break
             raise InputError(f"commit {commit[:12]}: no evidence on {', '.join(empty)}: the captures hold no cell "
                              "(only comments or blank lines); nothing is accepted")
         rows = []
         for board, path, count in written:
-            sha, stored = ledger.store_file(path, kind="baseline", suffix=".cells")
-            with suppress(OSError):
-                path.unlink()
+            sha, stored = ledger.store_file(path, kind="baseline", suffix=".cells", move=True)
             rows.append(dict(release=release, board=board, commit_sha=commit, sha256=sha, path=stored,
                              cells=count, project_key=project.key))
     return ledger.add_baselines(rows)

@@ -245,8 +245,14 @@ def _normalized(data: bytes) -> tuple[bytes, int, int]:
 def _well_formed(data: bytes, start: int) -> bool:
     """Whether the rows from ``start`` on (at least one) are all well formed: exactly three
     tabs, no empty suite, arm or key, no comment. Whole-buffer checks; no copy is made."""
+    return _row_count(data, start) is not None
+
+
+def _row_count(data: bytes, start: int) -> int | None:
+    """How many rows there are from ``start`` on, when there is at least one and every one is
+    well formed (see :func:`_well_formed`); None otherwise."""
     if start >= len(data):
-        return False
+        return None
     header_shape = data[:start].translate(None, _NOT_TAB_OR_LF)
     tabs_and_lfs = data.translate(None, _NOT_TAB_OR_LF)
     # LFs counted in the tabs and LFs alone: a tenth of the bytes to scan
@@ -254,7 +260,7 @@ def _well_formed(data: bytes, start: int) -> bool:
     shape = _ROW_SHAPE * rows
     if not data.endswith(b"\n"):
         shape = shape[:-1]
-    return (
+    well_formed = (
         # exactly three tabs on every line
         len(tabs_and_lfs) == len(header_shape) + len(shape)
         and tabs_and_lfs.endswith(shape)
@@ -266,6 +272,7 @@ def _well_formed(data: bytes, start: int) -> bool:
         and not data.startswith(b"#", start)
         and (data.find(b"#", start) < 0 or data.rfind(b"\n#", start) < 0)
     )
+    return rows if well_formed else None
 
 
 def _utf8(data: bytes) -> bool:

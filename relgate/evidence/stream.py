@@ -11,9 +11,16 @@ bounded by a chunk of the input (:data:`CHUNK_BYTES`), not by the capture.
   cell (keys are cut out once, to see whether one repeats). A capture that fits one chunk
   stays in memory; a bigger one is spilled as sorted runs to a temporary folder (the ledger
   home's ``tmp/``) and merged back block by block: every run's buffered rows up to the
-  smallest "last buffered key" of the runs are sorted together (the later write wins). A
-  file of :data:`EXTERNAL_MIN_BYTES` or more is sorted by GNU ``sort`` instead, its rows
-  checked here first (:mod:`relgate.evidence.stream_sort`), into one run.
+  smallest "last buffered key" of the runs are sorted together (the later write wins).
+- A file of :data:`EXTERNAL_MIN_BYTES` or more goes to GNU ``sort`` where it is on PATH
+  (:mod:`relgate.evidence.stream_sort`). A file of *plain* rows (three tabs, no comment,
+  blank line, CR or byte below TAB; a header of comments allowed when the rows are in order)
+  is read by ``sort`` itself while it is checked here: ``sort -C -u`` proves a baseline in
+  order (it is then read straight from where it is), ``sort -s -u`` sorts a capture (kept
+  when its output is as long as the file: no cell was written twice). Every group's sorts
+  start before any file is checked to its end. Anything else is fed to ``sort`` newest row
+  first, each chunk checked on the way; a bad row, a byte below TAB or a failing ``sort``
+  leaves the file to the Python sort, whose answers and ``file:line`` errors are the reference.
 - The stream's order is the cells' ``(suite, arm, key)`` order, the order
   :func:`~relgate.evidence.cells.write_cells` writes: bytes of ``suite\\tarm\\tkey``
   compared as they are, which is that order whenever no field holds a byte below TAB;
@@ -23,15 +30,18 @@ bounded by a chunk of the input (:data:`CHUNK_BYTES`), not by the capture.
   bytes :func:`~relgate.evidence.cells.render_capture` gives for the same cells.
 - :func:`diff_sorted` merge-joins two streams: a block equal on both sides is compared
   as one list; only blocks that differ are split into sets of whole lines, and only lines
-  that differ are parsed into cells.
+  that differ are parsed into cells. Two sorted files (GNU sort's, or a plain baseline) are
+  compared as bytes a window at a time, and row by row only where a window differs.
 """
 
 from __future__ import annotations
 
+import io
 import os
+import subprocess
 import tempfile
 from bisect import bisect_right
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Generator, Iterable, Iterator
 from contextlib import ExitStack
 from dataclasses import dataclass, field
 from itertools import compress, count, islice, repeat
@@ -49,9 +59,9 @@ from relgate.evidence.cells import (
     _gc_paused,
     label,
 )
-from relgate.evidence.cells_parse import _cannot_read, _plain, _well_formed
+from relgate.evidence.cells_parse import _BOM_BYTES, _cannot_read, _plain, _row_count, _well_formed
 from relgate.evidence.cells_parse import _utf8 as _utf8_ok
-from relgate.evidence.stream_sort import external_run, gnu_sort
+from relgate.evidence.stream_sort import external_run, gnu_sort, start_order_check, start_sort
 
 __all__ = ["CHUNK_BYTES", "MERGE_BYTES", "SortedCells", "count_cells", "diff_sorted", "sorted_cells", "write_sorted"]
 
@@ -282,6 +292,50 @@ class _InPlace:
     path: Path
 
 
+@dataclass(frozen=True)
+class _Plain:
+    """A file whose bytes from ``offset`` on are rows in cell order, one per key, well formed,
+    each on its own line (the last may lack its LF): GNU sort's output of a plain capture, or a
+    plain capture proven in order. Read back by splitting lines, no parsing."""
+
+    path: Path
+    offset: int = 0
+    rows: int | None = None  # how many, where known
+
+
+def _plain_rows(data: bytes, start: int) -> int | None:
+    """How many rows ``data`` (whole lines) holds from ``start`` on when they are plain: well
+    formed (three tabs, no empty suite, arm or key, no comment or blank line), valid UTF-8, no
+    CR and no byte below TAB; None otherwise (the reference path then reads the file)."""
+    if b"\r" in data or data.translate(None, _NOT_LOW) or not _utf8_ok(data):
+        return None
+    return _row_count(data, start)
+
+
+def _rows_start(data: bytes) -> int | None:
+    """Where the rows of a file's first chunk start: after a BOM and the comment lines before the
+    first row (a header such as a baseline's); None when the chunk holds no row."""
+    start = len(_BOM_BYTES) if data.startswith(_BOM_BYTES) else 0
+    while data.startswith(b"#", start):
+        end = data.find(b"\n", start)
+        if end < 0:
+            return None
+        start = end + 1
+    return start if start < len(data) else None
+
+
+def _state(path: Path) -> tuple[int, int, int]:
+    st = path.stat()
+    return st.st_ino, st.st_size, st.st_mtime_ns
+
+
+def _ended(proc: subprocess.Popen[bytes]) -> None:
+    """Kill a sort this process started when it still runs, and reap it."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+
+
 def _in_order(keys: list[bytes], after: bytes | None, order: Callable[[bytes], bytes] | None) -> bool:
     """``keys`` strictly increasing, and all after ``after``."""
     seq = keys if order is None else list(map(order, keys))
@@ -308,10 +362,11 @@ class SortedCells:
         self._chunk = chunk_bytes or CHUNK_BYTES
         self._stack = ExitStack()
         self._folder: Path | None = None
-        self._runs: list[Block | Path | _InPlace] = []  # in priority order: a later run wins
+        self._runs: list[Block | Path | _InPlace | _Plain] = []  # in priority order: a later run wins
         self.rows = 0  # unique cells, once written or counted
         self._small = True  # the files fit one chunk: their sorted rows stay in memory
         self.three_tabs = True  # every row seen so far has exactly three tabs (no tab in a value)
+        self._begun: list[Generator[None, None, bool] | bool | None] = []  # per path: see begin()
 
     def __enter__(self) -> SortedCells:
         return self
@@ -319,12 +374,38 @@ class SortedCells:
     def __exit__(self, *exc: object) -> None:
         self._stack.close()
 
+    def begin(self) -> SortedCells:
+        """Start GNU sort on every big plain file (see :meth:`_sort_plain`), so that it works
+        while other files are checked; :meth:`sort` then finishes each. Raises nothing: a file
+        that cannot be read is left to :meth:`sort`, which names it in its turn."""
+        self._small = sum(_size(p) for p in self.paths) <= self._chunk
+        for path in self.paths:
+            steps = self._sort_plain(path)
+            try:
+                next(steps)
+            except StopIteration as decided:
+                self._begun.append(decided.value)
+            except (InputError, OSError):
+                self._begun.append(False)
+            else:
+                self._begun.append(steps)
+                self._stack.callback(steps.close)  # a sort still running is killed, its output removed
+        return self
+
     def sort(self) -> SortedCells:
         """Read, check and sort every file into runs. Raises ``InputError`` naming ``file:line``,
         or :class:`_NeedsShift` (callers use :func:`sorted_cells`)."""
-        self._small = sum(_size(p) for p in self.paths) <= self._chunk
+        if not self._begun:
+            self.begin()
         with _gc_paused():
-            for path in self.paths:
+            for path, begun in zip(self.paths, self._begun):
+                if begun is not None and not isinstance(begun, bool):
+                    try:
+                        next(begun)
+                    except StopIteration as done:
+                        begun = done.value
+                if begun:
+                    continue
                 if not self._sort_file(path, in_place=True) and not self._sort_external(path):
                     self._sort_file(path, in_place=False)
             while len(self._runs) > MAX_RUNS:  # merge consecutive groups: a later run still wins
@@ -379,6 +460,70 @@ class SortedCells:
     def _external_for(self, path: Path) -> bool:
         """Whether GNU sort is to sort this file (big, the plain order, GNU sort on PATH)."""
         return not self.shifted and not self._small and _size(path) >= EXTERNAL_MIN_BYTES and gnu_sort() is not None
+
+    def _sort_plain(self, path: Path) -> Generator[None, None, bool]:
+        """A big capture of plain rows (see :func:`_plain_rows`; a header of comments allowed when
+        it is in order) checked here while GNU sort reads the file itself: ``sort -C -u`` proves a
+        file in order (a baseline relgate wrote: then merged straight from the file), ``sort -s -u``
+        sorts one that is not. False where that is not for this file or not conclusive: a row
+        that is not plain, a cell written twice (sort kept its first write: the output is shorter
+        than the file), the file changing meanwhile, sort failing. The reference path then reads
+        the file from the start, and its answers and errors stand.
+
+        Steps: up to starting sort (on the first chunk), then, when resumed, the rest."""
+        if not self._external_for(path):
+            return False
+        with ExitStack() as procs:
+            before = _state(path)
+            chunks = _chunks(path, self._chunk)
+            data, _lineno, _first, _last = next(chunks)
+            start = _rows_start(data)
+            rows = None if start is None else _plain_rows(data, start)
+            if start is None or rows is None:
+                return False
+            head = data[start:].split(b"\n")
+            if not head[-1]:
+                head.pop()
+            in_order = _in_order(_keys_of(head, True), None, None)
+            del head
+            if not in_order and start:
+                return False  # rows behind a header: sort would sort the header in
+            runs: list[Path] = []  # sort's output files, removed unless the last one is kept
+            kept: list[Path] = []
+            procs.callback(lambda: [run.unlink(missing_ok=True) for run in runs if run not in kept])
+
+            def started(run: Path | None) -> subprocess.Popen[bytes] | None:
+                if run is not None:
+                    runs.append(run)
+                proc = start_order_check(path) if run is None else start_sort(path, run, tmp=run.parent)
+                if proc is not None:
+                    procs.callback(_ended, proc)
+                return proc
+
+            proc = started(None if in_order else self._spill([]))
+            if proc is None:
+                return False
+            del data
+            yield
+            for data, _lineno, _first, _last in chunks:
+                more = _plain_rows(data, 0)
+                if more is None:
+                    return False
+                rows += more
+            code = proc.wait()
+            if in_order and code != 0 and not start:  # out of order after its first chunk: sort it
+                proc = started(self._spill([]))
+                code = 1 if proc is None else proc.wait()
+            if code != 0 or _state(path) != before:
+                return False
+            if not runs:
+                self._runs.append(_Plain(path, start, rows))
+                return True
+            if runs[-1].stat().st_size != before[1] + (not _ends_lf(path)):
+                return False  # a key repeats: sort kept its first write, not its last
+            kept.append(runs[-1])
+            self._runs.append(_Plain(runs[-1], 0, rows))
+            return True
 
     def _sort_external(self, path: Path) -> bool:
         """Sort a big file with GNU sort (:mod:`relgate.evidence.stream_sort`) into one run;
@@ -443,10 +588,13 @@ class SortedCells:
                 out.write(b"\n")
         return path
 
-    def single_run(self) -> Path | None:
+    def single_run(self) -> _Plain | None:
         """The one sorted run file these cells are, when they are exactly that (GNU sort's run of
-        one file): its bytes are the rows in order, one per line."""
-        return self._runs[0] if len(self._runs) == 1 and isinstance(self._runs[0], Path) else None
+        one file, or a plain file in order): its bytes are the rows in order, one per line."""
+        if len(self._runs) != 1:
+            return None
+        run = self._runs[0]
+        return _Plain(run) if isinstance(run, Path) else run if isinstance(run, _Plain) else None
 
     def blocks(self) -> Iterator[Block]:
         """The cells in order, unique, in blocks of sorted rows."""
@@ -464,9 +612,30 @@ class SortedCells:
                     streams.append(iter([run]))
                 elif isinstance(run, _InPlace):
                     streams.append(_reparse(run.path, per_run, self.shifted))
+                elif isinstance(run, _Plain):
+                    streams.append(_read_blocks(stack.enter_context(_opened(run)), per_run))
                 else:
                     streams.append(_read_blocks(stack.enter_context(open(run, "rb")), per_run))
             yield from _merge(streams, self.order, self.three_tabs)
+
+
+def _opened(run: _Plain) -> BinaryIO:
+    """The run's file, at its first row."""
+    try:
+        handle = open(run.path, "rb")
+    except OSError as exc:
+        raise _cannot_read(run.path, exc) from None
+    handle.seek(run.offset)
+    return handle
+
+
+def _ends_lf(path: Path) -> bool:
+    """Whether the file's last byte is LF (or it is empty)."""
+    with open(path, "rb") as handle:
+        if handle.seek(0, os.SEEK_END) == 0:
+            return True
+        handle.seek(-1, os.SEEK_END)
+        return handle.read(1) == b"\n"
 
 
 def _size(path: Path) -> int:
@@ -491,8 +660,10 @@ def sorted_cells(stack: ExitStack, groups: list[list[Path]], *, tmp: Path | None
     for shifted in (False, True):
         attempt = ExitStack()
         try:
-            out = [attempt.enter_context(SortedCells(g, tmp=tmp, shifted=shifted, chunk_bytes=chunk_bytes)).sort()
-                   for g in groups]
+            out = [attempt.enter_context(SortedCells(g, tmp=tmp, shifted=shifted, chunk_bytes=chunk_bytes)).begin()
+                   for g in groups]  # every group's GNU sorts start before any file is checked to the end
+            for cells in out:
+                cells.sort()
         except _NeedsShift:
             attempt.close()
             continue
@@ -526,19 +697,74 @@ def write_sorted(cells: SortedCells, out: BinaryIO) -> int:
         run = cells.single_run()
         if run is None:
             written = _write_blocks(cells.blocks(), out, ends_cr)
-        else:  # one sorted run on disk (GNU sort's): copied as it is, its rows counted, not split
-            for data in _run_bytes(run):
-                if b"\r\n" in data:  # a value ends with CR: the row-wise writer raises, naming it
-                    _write_blocks(iter([data.split(b"\n")[:-1]]), out, ends_cr)
-                out.write(data)
-                written += data.count(b"\n")
+        else:  # one sorted run on disk: copied as it is, its rows counted, not split
+            written = _copy_run(run, out, ends_cr)
     cells.rows = written
     return written
 
 
-def _run_bytes(path: Path) -> Iterator[bytes]:
-    """A run file's bytes in blocks of whole lines (a run ends every row with LF)."""
-    with open(path, "rb") as handle:
+def _copy_run(run: _Plain, out: BinaryIO, ends_cr: Callable[[bytes], bool]) -> int:
+    """Write a run's rows (each ending with LF) to ``out``; how many. Read once for a CR (a
+    value ending with one: the row-wise writer raises, naming it) and the count, then copied by
+    the kernel where both are files (``copy_file_range``)."""
+    rows, ends_lf = 0, True
+    with _opened(run) as handle:
+        while block := handle.read(MERGE_BYTES):
+            if b"\r" in block:
+                return _write_run(run, out, ends_cr)
+            if run.rows is None:
+                rows += block.count(b"\n")
+            ends_lf = block.endswith(b"\n")
+        end = handle.tell()
+        if run.rows is not None:
+            rows = run.rows
+        elif not ends_lf:
+            rows += 1
+        out.flush()
+        copied = _kernel_copy(handle.fileno(), out, run.offset, end - run.offset)
+        handle.seek(run.offset + copied)
+        while block := handle.read(MERGE_BYTES):
+            out.write(block)
+    if not ends_lf:
+        out.write(b"\n")
+    return rows
+
+
+def _kernel_copy(source: int, out: BinaryIO, offset: int, length: int) -> int:
+    """Bytes copied from ``source`` at ``offset`` to ``out`` (flushed) by ``copy_file_range``:
+    all of them, or as many as it copied before it was not possible (another file system, an
+    ``out`` that is not a file: the caller writes the rest)."""
+    copy = getattr(os, "copy_file_range", None)
+    try:
+        target = out.fileno()
+    except (AttributeError, OSError, io.UnsupportedOperation):
+        return 0
+    done = 0
+    while copy is not None and done < length:
+        try:
+            n = copy(source, target, length - done, offset + done)
+        except OSError:
+            break
+        if n <= 0:
+            break
+        done += n
+    return done
+
+
+def _write_run(run: _Plain, out: BinaryIO, ends_cr: Callable[[bytes], bool]) -> int:
+    """A run holding a CR, written row-wise: a value that ends with one raises, naming its cell."""
+    written = 0
+    for data in _run_bytes(run):
+        if b"\r\n" in data:
+            _write_blocks(iter([data.split(b"\n")[:-1]]), out, ends_cr)
+        out.write(data)
+        written += data.count(b"\n")
+    return written
+
+
+def _run_bytes(run: _Plain) -> Iterator[bytes]:
+    """A run's bytes in blocks of whole lines, each ending with LF."""
+    with _opened(run) as handle:
         carry = b""
         while block := handle.read(MERGE_BYTES):
             data = carry + block if carry else block
@@ -570,9 +796,53 @@ def count_cells(cells: SortedCells) -> int:
     with _gc_paused():
         if run is None:
             cells.rows = sum(map(len, cells.blocks()))
+        elif run.rows is not None:
+            cells.rows = run.rows
         else:  # one run on disk: its lines, counted without splitting them
             cells.rows = sum(map(methodcaller("count", b"\n"), _run_bytes(run)))
     return cells.rows
+
+
+class _Tally:
+    """The diff's answer, block by block."""
+
+    def __init__(self, base_three_tabs: bool, cand_three_tabs: bool) -> None:
+        self.identical = 0
+        self.moved: list[tuple[Cell, str, str]] = []
+        self.only_base: list[tuple[Cell, str]] = []
+        self.only_cand: list[tuple[Cell, str]] = []
+        self._tabs = (base_three_tabs, cand_three_tabs)
+
+    def compare(self, brows: Block, crows: Block) -> None:
+        """The rows of both sides up to one key bound (each in order, unique)."""
+        if brows == crows:
+            self.identical += len(brows)
+            return
+        bk, ck = _keys_of(brows, self._tabs[0]), _keys_of(crows, self._tabs[1])
+        if bk == ck:  # the same cells: compare row by row
+            differ = list(compress(count(), map(bytes.__ne__, brows, crows)))
+            self.identical += len(brows) - len(differ)
+            for i in differ:
+                self.moved.append((_cell(bk[i]), _value(bk[i], brows[i]), _value(ck[i], crows[i])))
+            return
+        gone = set(brows).difference(crows)  # rows of changed or removed cells
+        new = set(crows).difference(brows)
+        self.identical += len(brows) - len(gone)
+        new_rows, gone_rows = list(new), list(gone)
+        new_by_key = dict(zip(_keys_of(new_rows, self._tabs[1]), new_rows))
+        for key, row in zip(_keys_of(gone_rows, self._tabs[0]), gone_rows):
+            other = new_by_key.pop(key, None)
+            if other is None:
+                self.only_base.append((_cell(key), _value(key, row)))
+            else:
+                self.moved.append((_cell(key), _value(key, row), _value(key, other)))
+        self.only_cand.extend((_cell(k), _value(k, r)) for k, r in new_by_key.items())
+
+    def answer(self) -> EvidenceDiff:
+        by_cell = itemgetter(0)
+        return EvidenceDiff(identical=self.identical, moved=tuple(sorted(self.moved, key=by_cell)),
+                            only_base=tuple(sorted(self.only_base, key=by_cell)),
+                            only_candidate=tuple(sorted(self.only_cand, key=by_cell)))
 
 
 def diff_sorted(base: SortedCells, candidate: SortedCells) -> EvidenceDiff:
@@ -580,43 +850,87 @@ def diff_sorted(base: SortedCells, candidate: SortedCells) -> EvidenceDiff:
     order = base.order
     if (candidate.order is None) != (order is None):
         raise ValueError("both captures must be sorted in the same order")
-    identical = 0
-    moved: list[tuple[Cell, str, str]] = []
-    only_base: list[tuple[Cell, str]] = []
-    only_cand: list[tuple[Cell, str]] = []
-    b, c = _Cursor(base.blocks()), _Cursor(candidate.blocks())
+    tally = _Tally(base.three_tabs, candidate.three_tabs)
+    brun, crun = base.single_run(), candidate.single_run()
     with _gc_paused():
+        if order is None and brun is not None and crun is not None:
+            _diff_runs(brun, crun, tally)
+            return tally.answer()
+        b, c = _Cursor(base.blocks()), _Cursor(candidate.blocks())
         while True:
             b.fill()
             c.fill()
             if b.pos >= len(b.rows) and c.pos >= len(c.rows):
                 break
             bound = _boundary((b, c), order)
-            brows = b.take(bound, order)
-            crows = c.take(bound, order)
-            if brows == crows:
-                identical += len(brows)
-                continue
-            bk, ck = _keys_of(brows, base.three_tabs), _keys_of(crows, candidate.three_tabs)
-            if bk == ck:  # the same cells: compare row by row
-                differ = list(compress(count(), map(bytes.__ne__, brows, crows)))
-                identical += len(brows) - len(differ)
-                for i in differ:
-                    moved.append((_cell(bk[i]), _value(bk[i], brows[i]), _value(ck[i], crows[i])))
-                continue
-            gone = set(brows).difference(crows)  # rows of changed or removed cells
-            new = set(crows).difference(brows)
-            identical += len(brows) - len(gone)
-            new_rows, gone_rows = list(new), list(gone)
-            new_by_key = dict(zip(_keys_of(new_rows, candidate.three_tabs), new_rows))
-            for key, row in zip(_keys_of(gone_rows, base.three_tabs), gone_rows):
-                other = new_by_key.pop(key, None)
-                if other is None:
-                    only_base.append((_cell(key), _value(key, row)))
-                else:
-                    moved.append((_cell(key), _value(key, row), _value(key, other)))
-            only_cand.extend((_cell(k), _value(k, r)) for k, r in new_by_key.items())
-    by_cell = itemgetter(0)
-    return EvidenceDiff(identical=identical, moved=tuple(sorted(moved, key=by_cell)),
-                        only_base=tuple(sorted(only_base, key=by_cell)),
-                        only_candidate=tuple(sorted(only_cand, key=by_cell)))
+            tally.compare(b.take(bound, order), c.take(bound, order))
+    return tally.answer()
+
+
+_RAW_WINDOW = 256 << 10
+"""Bytes of both runs compared at once as bytes; a window that differs is compared row by row."""
+
+
+class _RunBytes:
+    """A run file read as bytes from its first row: a buffer of whole lines, each ending with LF
+    (one is added after a last line without it), and where the next row starts."""
+
+    def __init__(self, handle: BinaryIO) -> None:
+        self._handle = handle
+        self.buf = b""
+        self.pos = 0
+        self.eof = False
+
+    def want(self, n: int) -> int:
+        """Buffer at least ``n`` bytes from the position on (fewer at the end); how many there are."""
+        while len(self.buf) - self.pos < n and not self.eof:
+            block = self._handle.read(max(MERGE_BYTES, n))
+            if not block:
+                self.eof = True
+                if self.buf and not self.buf.endswith(b"\n"):
+                    self.buf += b"\n"
+                break
+            self.buf = self.buf[self.pos:] + block
+            self.pos = 0
+        return len(self.buf) - self.pos
+
+    def window(self, n: int) -> tuple[Block, bool]:
+        """The rows that start in the next ``n`` bytes (at least one while any is left), and
+        whether they are the last ones."""
+        if not self.want(n):
+            return [], True
+        end = self.buf.rfind(b"\n", self.pos, self.pos + n) + 1
+        while not end:  # a row longer than the window
+            n *= 2
+            self.want(n)
+            end = self.buf.rfind(b"\n", self.pos, self.pos + n) + 1
+        return self.buf[self.pos:end - 1].split(b"\n"), self.eof and end >= len(self.buf)
+
+
+def _diff_runs(brun: _Plain, crun: _Plain, tally: _Tally) -> None:
+    """Two runs in the plain order, compared as bytes where they are the same (a window equal on
+    both sides up to its last LF is rows equal on both), row by row where they are not. After a
+    row-wise step both sides stand at the first row after the same key, so the bytes that
+    follow are compared again."""
+    with _opened(brun) as bh, _opened(crun) as ch:
+        b, c = _RunBytes(bh), _RunBytes(ch)
+        while True:
+            n = min(b.want(_RAW_WINDOW), c.want(_RAW_WINDOW), _RAW_WINDOW)
+            if n and b.buf[b.pos:b.pos + n] == c.buf[c.pos:c.pos + n]:
+                cut = b.buf.rfind(b"\n", b.pos, b.pos + n) + 1
+                if cut:
+                    tally.identical += b.buf.count(b"\n", b.pos, cut)
+                    c.pos += cut - b.pos
+                    b.pos = cut
+                    continue
+            (brows, b_last), (crows, c_last) = b.window(_RAW_WINDOW), c.window(_RAW_WINDOW)
+            if not brows and not crows:
+                return
+            lasts = [_key(rows[-1]) for rows, last in ((brows, b_last), (crows, c_last)) if rows and not last]
+            if lasts:  # the rows up to the smaller last key of a side that goes on
+                bound = _bound(min(lasts), None)
+                brows = brows[:bisect_right(brows, bound)]
+                crows = crows[:bisect_right(crows, bound)]
+            b.pos += sum(map(len, brows)) + len(brows)
+            c.pos += sum(map(len, crows)) + len(crows)
+            tally.compare(brows, crows)

@@ -1,17 +1,26 @@
-"""A big capture file sorted by the system's GNU ``sort``: the rows checked here, the sorting
-and the "last write wins" done in C.
+"""Big capture files sorted by the system's GNU ``sort``: the rows checked here, the sorting and
+the "last write wins" done in C.
 
-:class:`~relgate.evidence.stream.SortedCells` hands a capture to :func:`external_run` when
-it is bigger than a few chunks and GNU ``sort`` is on PATH. The file is read backwards, a
-line-aligned chunk at a time, so ``sort`` reads while the file is still being checked; the
-caller's ``rows_of`` checks each chunk by the same rules as the Python sort (a chunk of plain
-rows in whole-buffer tests, any other through the parser) and gives its rows last first, and
-they go to ``LC_ALL=C sort -s -u -t TAB -k1,3``. Byte order of ``suite TAB arm TAB key`` is
-the cells' order when no field holds a byte below TAB (``rows_of`` refuses such a file, and
-the Python sort then takes it in the shifted order); ``-u`` keeps the first row of each key
-in its input, and the input runs newest first, so the last write wins. Anything else (a bad
-row, an odd byte, ``sort`` failing or missing) returns False and the Python sort reads the
-file from the start: its answers and its ``file:line`` errors are the reference.
+:class:`~relgate.evidence.stream.SortedCells` uses it for a capture of
+:data:`~relgate.evidence.stream.EXTERNAL_MIN_BYTES` or more when GNU ``sort`` is on PATH,
+in one of two ways:
+
+- A file of plain rows is read by ``sort`` itself (much faster than through a pipe) while
+  the caller checks it: :func:`start_order_check` (``sort -C -u``) proves it in order, or
+  :func:`start_sort` (``sort -s -u -o RUN``) sorts it; the caller keeps the output only when
+  it is exactly as long as the file (``-u`` kept the *first* write of a cell written twice).
+- Any other file goes through :func:`external_run`: it is read backwards, a line-aligned chunk
+  at a time, so ``sort`` reads while the file is still being checked; the caller's
+  ``rows_of`` checks each chunk by the same rules as the Python sort (a chunk of plain rows in
+  whole-buffer tests, any other through the parser) and gives its rows last first, and they
+  go to ``LC_ALL=C sort -s -u -t TAB -k1,3``; ``-u`` keeps the first row of each key in its
+  input, and the input runs newest first, so the last write wins.
+
+Byte order of ``suite TAB arm TAB key`` is the cells' order when no field holds a byte below
+TAB (such a file is refused, and the Python sort then takes it in the shifted order).
+Anything else (a bad row, an odd byte, ``sort`` failing or missing) returns False and the
+Python sort reads the file from the start: its answers and its ``file:line`` errors are the
+reference.
 """
 
 from __future__ import annotations
@@ -23,7 +32,7 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["external_run", "gnu_sort"]
+__all__ = ["external_run", "gnu_sort", "start_order_check", "start_sort"]
 
 
 @lru_cache(maxsize=1)
@@ -38,6 +47,38 @@ def gnu_sort() -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return found if done.returncode == 0 and "GNU coreutils" in done.stdout else None
+
+
+def _buffer_mib(size: int) -> int:
+    """GNU sort's own memory for a capture of ``size`` bytes: a quarter of it (16 MiB at least,
+    512 at most), so that sort and this process together stay under half the capture."""
+    return max(16, min(size // 4, 512 << 20) >> 20)
+
+
+def _start(argv: list[str]) -> subprocess.Popen[bytes] | None:
+    sort = gnu_sort()
+    if sort is None:
+        return None
+    try:
+        return subprocess.Popen([sort, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                stderr=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"})
+    except OSError:
+        return None
+
+
+def start_order_check(path: Path) -> subprocess.Popen[bytes] | None:
+    """``sort -C -u`` of the file, started: it exits 0 when the key of every line (``suite TAB
+    arm TAB key``, compared as bytes) is greater than the one before, 1 at the first that is not."""
+    return _start(["-C", "-u", "-t", "\t", "-k1,3", "--", str(path)])
+
+
+def start_sort(path: Path, out: Path, *, tmp: Path) -> subprocess.Popen[bytes] | None:
+    """``sort -s -u`` of the file into ``out``, started: its lines in byte order of their key,
+    the first line of each key kept (the right one only where no key repeats: the caller
+    compares sizes). ``sort`` reads the file itself, which is much faster than a pipe."""
+    size = max(path.stat().st_size, 1)
+    return _start(["-s", "-u", "-t", "\t", "-k1,3", "-S", f"{_buffer_mib(size)}M", "-T", str(tmp),
+                   "-o", str(out), "--", str(path)])
 
 
 def backward_chunks(path: Path, size: int) -> Iterator[tuple[bytes, bool, bool]]:
@@ -76,11 +117,10 @@ def external_run(path: Path, out: Path, *, tmp: Path, chunk: int,
     if sort is None:
         return False
     size = max(path.stat().st_size, 1)
-    buffer_mib = max(16, min(size // 3, 512 << 20) >> 20)  # sort's own memory, a third of the capture at most
     env = {**os.environ, "LC_ALL": "C"}
     ok = False
     with open(out, "wb") as sink:
-        order = subprocess.Popen([sort, "-s", "-u", "-t", "\t", "-k1,3", "-S", f"{buffer_mib}M", "-T", str(tmp)],
+        order = subprocess.Popen([sort, "-s", "-u", "-t", "\t", "-k1,3", "-S", f"{_buffer_mib(size)}M", "-T", str(tmp)],
                                  stdin=subprocess.PIPE, stdout=sink, stderr=subprocess.DEVNULL, env=env)
         assert order.stdin is not None
         try:

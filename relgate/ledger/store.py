@@ -399,11 +399,30 @@ class Ledger:
                 (sha, kind, self._rel(final), len(data), _now()))
         return sha, str(self._rel(final))
 
-    def store_file(self, source: Path, *, kind: str, suffix: str) -> tuple[str, str]:
-        """:meth:`store_blob` of a file's bytes, read in blocks (memory stays bounded)."""
-        digest = hashlib.sha256()
+    def store_file(self, source: Path, *, kind: str, suffix: str, move: bool = False) -> tuple[str, str]:
+        """:meth:`store_blob` of a file's bytes, read in blocks (memory stays bounded). With
+        ``move``, ``source`` (a file of the caller's, written and closed) is hashed and then
+        renamed into the store, not copied; copied where a rename cannot do it."""
         objects = self.home / "objects"
         objects.mkdir(parents=True, exist_ok=True)
+        if move:
+            digest = hashlib.sha256()
+            with open(source, "rb") as src:
+                for block in iter(lambda: src.read(1 << 20), b""):
+                    digest.update(block)
+            sha = digest.hexdigest()
+            final = objects / sha[:2] / f"{sha}{suffix}"
+            final.parent.mkdir(parents=True, exist_ok=True)
+            try:
+                if final.exists():
+                    source.unlink()
+                else:
+                    os.replace(source, final)
+            except OSError:
+                pass  # another file system, say: copied below
+            else:
+                return self._stored(final, sha, kind)
+        digest = hashlib.sha256()
         tmp = objects / f".incoming.{_token()}.tmp"
         try:
             with open(source, "rb") as src, open(tmp, "wb") as out:
@@ -418,6 +437,9 @@ class Ledger:
         finally:
             if tmp.exists():
                 tmp.unlink()
+        return self._stored(final, sha, kind)
+
+    def _stored(self, final: Path, sha: str, kind: str) -> tuple[str, str]:
         with self._tx():
             self._conn.execute(
                 "INSERT OR IGNORE INTO artifacts (sha256, kind, path, size, created) VALUES (?,?,?,?,?)",
