@@ -215,8 +215,9 @@ def test_plain_captures_sorted_by_gnu_sort_match_the_reference(tmp_path: Path, o
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """A file of plain rows is read here only to be checked, while GNU sort reads it itself: an
     order proven by ``sort -C -u`` keeps the file as it is, anything else is sorted by
-    ``sort -s -u``; a cell written twice or rows behind a header out of order give the file
-    to the reference path. Every answer (the rows written, the counts, the diff both ways, with
+    ``sort -s``, and a cell written twice (``sort -C -u`` of the output fails) keeps its last
+    write through ``tac | sort -m -u -r | tac``; rows behind a header out of order give the
+    file to the reference path. Every answer (the rows written, the counts, the diff both ways, with
     the diff's own reading of the base by lines) is the reference's, through a real file and a
     BytesIO alike."""
     answers = _plain_sorter(monkeypatch)
@@ -235,8 +236,9 @@ def test_plain_captures_sorted_by_gnu_sort_match_the_reference(tmp_path: Path, o
         assert count_cells(b) == len(base_cells)
         assert diff_sorted(b, c) == diff_cells(base_cells, cand_cells)
         assert diff_sorted(c, b) == diff_cells(cand_cells, base_cells)
-    # the base (in order, behind its header) is proven in place; the candidate as its shape allows
-    expected = not repeat and (order == "sorted" or not header)
+    # The base (in order, behind its header) is proven in place; the candidate as its shape allows:
+    # rows behind a header only when they are in order (and unique).
+    expected = not header or (not repeat and order == "sorted")
     assert answers == {"base.cells": True, "cand.cells": expected}
 
 
@@ -303,6 +305,24 @@ def test_a_row_that_is_not_plain_late_in_the_file_gives_it_to_the_reference(tmp_
     assert answer(streamed) == answer(lambda: render_capture(read_cells(path)).encode())
     assert answers == {"late.cells": False}
     assert not (tmp_path / "tmp").exists() or not any((tmp_path / "tmp").iterdir())  # sort's output is gone
+
+
+@pytest.mark.parametrize("end", [b"\n", b""], ids=["lf", "no-final-lf"])
+def test_a_plain_capture_keeps_each_cells_last_write(tmp_path: Path, end: bytes,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cells written four times over the whole file, two of them once more at its very end:
+    ``sort -s`` keeps a key's lines in write order, and the last one of each is kept."""
+    answers = _plain_sorter(monkeypatch)
+    rows = [b"s\ta\tk%d\tround %d\n" % (i % 50, i // 50) for i in range(200)] + [b"s\ta\tk7\tlast\n", b"s\ta\tk0\tlast\n"]
+    path = _write(tmp_path, "dups.cells", b"".join(rows)[:-1] + end)
+    with ExitStack() as stack:
+        [cells] = sorted_cells(stack, [[path]], tmp=tmp_path / "tmp", chunk_bytes=64)
+        out = io.BytesIO()
+        assert write_sorted(cells, out) == 50
+    assert answers == {"dups.cells": True}
+    assert out.getvalue() == render_capture(read_cells(path)).encode()
+    assert b"k7\tlast\n" in out.getvalue() and b"k0\tlast\n" in out.getvalue() and b"k9\tround 3\n" in out.getvalue()
+    assert not any((tmp_path / "tmp").iterdir())
 
 
 def test_a_failing_group_ends_the_sorts_begun_for_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

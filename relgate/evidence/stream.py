@@ -61,7 +61,7 @@ from relgate.evidence.cells import (
 )
 from relgate.evidence.cells_parse import _BOM_BYTES, _cannot_read, _plain, _row_count, _well_formed
 from relgate.evidence.cells_parse import _utf8 as _utf8_ok
-from relgate.evidence.stream_sort import external_run, gnu_sort, start_order_check, start_sort
+from relgate.evidence.stream_sort import external_run, gnu_sort, last_writes, start_order_check, start_sort
 
 __all__ = ["CHUNK_BYTES", "MERGE_BYTES", "SortedCells", "count_cells", "diff_sorted", "sorted_cells", "write_sorted"]
 
@@ -465,10 +465,11 @@ class SortedCells:
         """A big capture of plain rows (see :func:`_plain_rows`; a header of comments allowed when
         it is in order) checked here while GNU sort reads the file itself: ``sort -C -u`` proves a
         file in order (a baseline relgate wrote: then merged straight from the file), ``sort -s -u``
-        sorts one that is not. False where that is not for this file or not conclusive: a row
-        that is not plain, a cell written twice (sort kept its first write: the output is shorter
-        than the file), the file changing meanwhile, sort failing. The reference path then reads
-        the file from the start, and its answers and errors stand.
+        sorts one that is not (``sort -C -u`` of its output then shows whether a cell was written
+        twice, and :func:`~relgate.evidence.stream_sort.last_writes` keeps each cell's last
+        write). False where that is not for this file or not conclusive: a row that is not
+        plain, the file changing meanwhile, ``sort`` or ``tac`` failing or missing. The
+        reference path then reads the file from the start, and its answers and errors stand.
 
         Steps: up to starting sort (on the first chunk), then, when resumed, the rest."""
         if not self._external_for(path):
@@ -492,10 +493,11 @@ class SortedCells:
             kept: list[Path] = []
             procs.callback(lambda: [run.unlink(missing_ok=True) for run in runs if run not in kept])
 
-            def started(run: Path | None) -> subprocess.Popen[bytes] | None:
+            def started(run: Path | None, checked: Path = path) -> subprocess.Popen[bytes] | None:
+                """``sort -C -u`` of ``checked`` (no ``run``), or ``sort -s`` of the file into ``run``."""
                 if run is not None:
                     runs.append(run)
-                proc = start_order_check(path) if run is None else start_sort(path, run, tmp=run.parent)
+                proc = start_order_check(checked) if run is None else start_sort(path, run, tmp=run.parent)
                 if proc is not None:
                     procs.callback(_ended, proc)
                 return proc
@@ -519,10 +521,20 @@ class SortedCells:
             if not runs:
                 self._runs.append(_Plain(path, start, rows))
                 return True
-            if runs[-1].stat().st_size != before[1] + (not _ends_lf(path)):
-                return False  # a key repeats: sort kept its first write, not its last
-            kept.append(runs[-1])
-            self._runs.append(_Plain(runs[-1], 0, rows))
+            repeats = started(None, runs[-1])  # sort -C -u of the sorted rows: is a key written twice?
+            code = 2 if repeats is None else repeats.wait()
+            if code == 0:
+                kept.append(runs[-1])
+                self._runs.append(_Plain(runs[-1], 0, rows))
+                return True
+            if code != 1:
+                return False
+            unique = self._spill([])
+            runs.append(unique)
+            if not last_writes(runs[-2], unique, tmp=unique.parent):
+                return False
+            kept.append(unique)
+            self._runs.append(_Plain(unique))
             return True
 
     def _sort_external(self, path: Path) -> bool:

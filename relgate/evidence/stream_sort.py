@@ -7,8 +7,8 @@ in one of two ways:
 
 - A file of plain rows is read by ``sort`` itself (much faster than through a pipe) while
   the caller checks it: :func:`start_order_check` (``sort -C -u``) proves it in order, or
-  :func:`start_sort` (``sort -s -u -o RUN``) sorts it; the caller keeps the output only when
-  it is exactly as long as the file (``-u`` kept the *first* write of a cell written twice).
+  :func:`start_sort` (``sort -s -o RUN``) sorts it, and ``sort -C -u`` of the output shows
+  whether a cell was written twice; :func:`last_writes` then keeps each cell's last write.
 - Any other file goes through :func:`external_run`: it is read backwards, a line-aligned chunk
   at a time, so ``sort`` reads while the file is still being checked; the caller's
   ``rows_of`` checks each chunk by the same rules as the Python sort (a chunk of plain rows in
@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator
 from functools import lru_cache
 from pathlib import Path
 
-__all__ = ["external_run", "gnu_sort", "start_order_check", "start_sort"]
+__all__ = ["external_run", "gnu_sort", "last_writes", "start_order_check", "start_sort"]
 
 
 @lru_cache(maxsize=1)
@@ -73,12 +73,43 @@ def start_order_check(path: Path) -> subprocess.Popen[bytes] | None:
 
 
 def start_sort(path: Path, out: Path, *, tmp: Path) -> subprocess.Popen[bytes] | None:
-    """``sort -s -u`` of the file into ``out``, started: its lines in byte order of their key,
-    the first line of each key kept (the right one only where no key repeats: the caller
-    compares sizes). ``sort`` reads the file itself, which is much faster than a pipe."""
+    """``sort -s`` of the file into ``out``, started: its lines in byte order of their key, the
+    lines of a key written twice side by side in the file's order (:func:`last_writes` keeps
+    the last). ``sort`` reads the file itself, which is much faster than through a pipe."""
     size = max(path.stat().st_size, 1)
-    return _start(["-s", "-u", "-t", "\t", "-k1,3", "-S", f"{_buffer_mib(size)}M", "-T", str(tmp),
+    return _start(["-s", "-t", "\t", "-k1,3", "-S", f"{_buffer_mib(size)}M", "-T", str(tmp),
                    "-o", str(out), "--", str(path)])
+
+
+def last_writes(path: Path, out: Path, *, tmp: Path) -> bool:
+    """The lines of a sorted file (:func:`start_sort`'s: a repeated key's lines side by side, in
+    write order) into ``out``, one per key, its last: ``tac`` turns the file around (each key's
+    last write first, the keys descending), ``sort -m -s -u -r`` keeps the first line of each
+    key, and ``tac`` turns it back. False where a tool is missing or fails."""
+    sort, tac = gnu_sort(), shutil.which("tac")
+    if sort is None or tac is None:
+        return False
+    env = {**os.environ, "LC_ALL": "C", "TMPDIR": str(tmp)}
+    descending = out.with_suffix(".descending")
+    try:
+        with open(descending, "wb") as sink:
+            turn = subprocess.Popen([tac, "--", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, env=env)
+            merge = subprocess.run([sort, "-m", "-s", "-u", "-r", "-t", "\t", "-k1,3"], stdin=turn.stdout,
+                                   stdout=sink, stderr=subprocess.DEVNULL, env=env)
+            assert turn.stdout is not None
+            turn.stdout.close()
+            turned = turn.wait()
+        if turned != 0 or merge.returncode != 0:
+            return False
+        with open(out, "wb") as sink:
+            back = subprocess.run([tac, "--", str(descending)], stdin=subprocess.DEVNULL, stdout=sink,
+                                  stderr=subprocess.DEVNULL, env=env)
+        return back.returncode == 0
+    except OSError:
+        return False
+    finally:
+        descending.unlink(missing_ok=True)
 
 
 def backward_chunks(path: Path, size: int) -> Iterator[tuple[bytes, bool, bool]]:
