@@ -325,6 +325,22 @@ def test_a_plain_capture_keeps_each_cells_last_write(tmp_path: Path, end: bytes,
     assert not any((tmp_path / "tmp").iterdir())
 
 
+def test_without_tac_a_cell_written_twice_goes_to_the_reference(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    answers = _plain_sorter(monkeypatch)
+    real = stream_sort.shutil.which
+    monkeypatch.setattr(stream_sort.shutil, "which", lambda name: None if name == "tac" else real(name))
+    rows = [b"s\ta\tk%d\tround %d\n" % (i % 50, i // 50) for i in range(200)]
+    path = _write(tmp_path, "dups.cells", b"".join(rows))
+    with ExitStack() as stack:
+        [cells] = sorted_cells(stack, [[path]], tmp=tmp_path / "tmp", chunk_bytes=64)
+        out = io.BytesIO()
+        write_sorted(cells, out)
+    assert answers == {"dups.cells": False}
+    assert out.getvalue() == render_capture(read_cells(path)).encode()
+    assert not any((tmp_path / "tmp").iterdir())
+
+
 def test_a_failing_group_ends_the_sorts_begun_for_the_others(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every group's GNU sort starts before any file is checked to its end: when the base turns
     out bad, the candidate's sort (still running) is killed and reaped, and its output removed."""

@@ -91,17 +91,17 @@ def last_writes(path: Path, out: Path, *, tmp: Path) -> bool:
         return False
     env = {**os.environ, "LC_ALL": "C", "TMPDIR": str(tmp)}
     descending = out.with_suffix(".descending")
+    turn: subprocess.Popen[bytes] | None = None
     try:
         with open(descending, "wb") as sink:
             turn = subprocess.Popen([tac, "--", str(path)], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.DEVNULL, env=env)
-            merge = subprocess.run([sort, "-m", "-s", "-u", "-r", "-t", "\t", "-k1,3"], stdin=turn.stdout,
-                                   stdout=sink, stderr=subprocess.DEVNULL, env=env)
             assert turn.stdout is not None
-            turn.stdout.close()
-            turned = turn.wait()
-        if turned != 0 or merge.returncode != 0:
-            return False
+            with turn.stdout:
+                merge = subprocess.run([sort, "-m", "-s", "-u", "-r", "-t", "\t", "-k1,3"], stdin=turn.stdout,
+                                       stdout=sink, stderr=subprocess.DEVNULL, env=env)
+            if turn.wait() != 0 or merge.returncode != 0:
+                return False
         with open(out, "wb") as sink:
             back = subprocess.run([tac, "--", str(descending)], stdin=subprocess.DEVNULL, stdout=sink,
                                   stderr=subprocess.DEVNULL, env=env)
@@ -109,6 +109,9 @@ def last_writes(path: Path, out: Path, *, tmp: Path) -> bool:
     except OSError:
         return False
     finally:
+        if turn is not None and turn.poll() is None:  # the merge failed to start, or an interrupt
+            turn.kill()
+            turn.wait()
         descending.unlink(missing_ok=True)
 
 
