@@ -4,8 +4,8 @@ one big capture, against the capture's own size and a ``sort`` pipeline.
 
 A fresh copy of ``examples/tinyinfer`` gets one step in its ledger at HEAD with a capture
 of ``--mb`` MB (default 200) of ``suite<TAB>arm<TAB>key<TAB>value`` cells, stored the way a
-lane stores it. Then, each under a wrapper whose ``RUSAGE_CHILDREN`` ``ru_maxrss`` is the
-run's peak:
+lane stores it. Then, each under a wrapper that reports the run's peak (the whole process
+tree's resident memory summed, relgate and its ``sort`` together; bench/_common.measure):
 
 - ``relgate evidence accept`` (the capture becomes the release's baseline);
 - ``relgate evidence check`` (the capture against that baseline);
