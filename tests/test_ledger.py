@@ -492,3 +492,34 @@ def test_a_foreign_ledger_stops_the_run_before_any_step(tinyinfer: Project) -> N
         assert f"mv {db} {db}.foreign" in done.stderr + done.stdout
         assert "Traceback" not in done.stdout + done.stderr
     assert not marker.exists() and db.read_bytes() == before
+
+
+@pytest.mark.parametrize("rename", ["works", "fails"])
+def test_a_file_moved_into_the_store_is_hashed_first_and_copied_where_it_cannot_be_renamed(
+        tmp_path: Path, rename: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``store_file(move=True)`` (accept's baselines): the file is hashed, then renamed into the
+    store; where the rename fails (another file system) it is copied, and the same object and
+    row result either way. A second file of the same bytes leaves the one object."""
+    import hashlib
+
+    from relgate.ledger import store
+
+    if rename == "fails":
+        def cross_device(src, dst):
+            raise OSError(18, "Invalid cross-device link")
+
+        monkeypatch.setattr(store.os, "replace", lambda src, dst, real=os.replace: (
+            cross_device(src, dst) if not str(src).endswith(".tmp") else real(src, dst)))
+    data = b"# relgate evidence\ns\ta\tk\t1\n" * 1000
+    with Ledger.open(tmp_path / "home") as ledger:
+        first, second = tmp_path / "home" / "tmp" / "a.cells", tmp_path / "home" / "tmp" / "b.cells"
+        first.parent.mkdir(parents=True)
+        first.write_bytes(data)
+        second.write_bytes(data)
+        sha, rel = ledger.store_file(first, kind="baseline", suffix=".cells", move=True)
+        assert (sha, ledger.store_file(second, kind="baseline", suffix=".cells", move=True)) == (sha, (sha, rel))
+        assert sha == hashlib.sha256(data).hexdigest() and (tmp_path / "home" / rel).read_bytes() == data
+        assert first.exists() == (rename == "fails")  # moved, or copied and left to the caller
+        assert not second.exists()  # its object was there: nothing to move
+        rows = ledger._conn.execute("SELECT sha256, kind, size FROM artifacts").fetchall()
+        assert [tuple(r) for r in rows] == [(sha, "baseline", len(data))]
