@@ -16,8 +16,9 @@ bounded by a chunk of the input (:data:`CHUNK_BYTES`), not by the capture.
   (:mod:`relgate.evidence.stream_sort`). A file of *plain* rows (three tabs, no comment,
   blank line, CR or byte below TAB; a header of comments allowed when the rows are in order)
   is read by ``sort`` itself while it is checked here: ``sort -C -u`` proves a baseline in
-  order (it is then read straight from where it is), ``sort -s -u`` sorts a capture (kept
-  when its output is as long as the file: no cell was written twice). Every group's sorts
+  order (it is then read straight from where it is), ``sort -s`` sorts a capture (``sort -C
+  -u`` of the output then shows whether a cell was written twice, and only then are the last
+  writes picked, by ``tac | sort -m -s -u -r | tac``). Every group's sorts
   start before any file is checked to its end. Anything else is fed to ``sort`` newest row
   first, each chunk checked on the way; a bad row, a byte below TAB or a failing ``sort``
   leaves the file to the Python sort, whose answers and ``file:line`` errors are the reference.
@@ -464,7 +465,7 @@ class SortedCells:
     def _sort_plain(self, path: Path) -> Generator[None, None, bool]:
         """A big capture of plain rows (see :func:`_plain_rows`; a header of comments allowed when
         it is in order) checked here while GNU sort reads the file itself: ``sort -C -u`` proves a
-        file in order (a baseline relgate wrote: then merged straight from the file), ``sort -s -u``
+        file in order (a baseline relgate wrote: then merged straight from the file), ``sort -s``
         sorts one that is not (``sort -C -u`` of its output then shows whether a cell was written
         twice, and :func:`~relgate.evidence.stream_sort.last_writes` keeps each cell's last
         write). False where that is not for this file or not conclusive: a row that is not
