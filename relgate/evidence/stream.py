@@ -625,10 +625,9 @@ class SortedCells:
                     streams.append(iter([run]))
                 elif isinstance(run, _InPlace):
                     streams.append(_reparse(run.path, per_run, self.shifted))
-                elif isinstance(run, _Plain):
-                    streams.append(_read_blocks(stack.enter_context(_opened(run)), per_run))
-                else:
-                    streams.append(_read_blocks(stack.enter_context(open(run, "rb")), per_run))
+                else:  # a run file: a spilled one, GNU sort's, or a plain capture in order
+                    plain = run if isinstance(run, _Plain) else _Plain(run)
+                    streams.append(_read_blocks(stack.enter_context(_opened(plain)), per_run))
             yield from _merge(streams, self.order, self.three_tabs)
 
 

@@ -35,6 +35,11 @@ from pathlib import Path
 __all__ = ["external_run", "gnu_sort", "last_writes", "start_order_check", "start_sort"]
 
 
+def _c_locale(**extra: str) -> dict[str, str]:
+    """This process's environment with ``LC_ALL=C``: bytes compared as bytes (and ``extra``)."""
+    return {**os.environ, "LC_ALL": "C", **extra}
+
+
 @lru_cache(maxsize=1)
 def gnu_sort() -> str | None:
     """The path of GNU ``sort`` on PATH (its ``-s -u`` keep the first of equal lines), or None."""
@@ -43,7 +48,7 @@ def gnu_sort() -> str | None:
         return None
     try:
         done = subprocess.run([found, "--version"], capture_output=True, text=True, timeout=10,
-                              env={**os.environ, "LC_ALL": "C"})
+                              env=_c_locale())
     except (OSError, subprocess.SubprocessError):
         return None
     return found if done.returncode == 0 and "GNU coreutils" in done.stdout else None
@@ -61,7 +66,7 @@ def _start(argv: list[str]) -> subprocess.Popen[bytes] | None:
         return None
     try:
         return subprocess.Popen([sort, *argv], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                stderr=subprocess.DEVNULL, env={**os.environ, "LC_ALL": "C"})
+                                stderr=subprocess.DEVNULL, env=_c_locale())
     except OSError:
         return None
 
@@ -89,7 +94,7 @@ def last_writes(path: Path, out: Path, *, tmp: Path) -> bool:
     sort, tac = gnu_sort(), shutil.which("tac")
     if sort is None or tac is None:
         return False
-    env = {**os.environ, "LC_ALL": "C", "TMPDIR": str(tmp)}
+    env = _c_locale(TMPDIR=str(tmp))
     descending = out.with_suffix(".descending")
     turn: subprocess.Popen[bytes] | None = None
     try:
@@ -151,7 +156,7 @@ def external_run(path: Path, out: Path, *, tmp: Path, chunk: int,
     if sort is None:
         return False
     size = max(path.stat().st_size, 1)
-    env = {**os.environ, "LC_ALL": "C"}
+    env = _c_locale()
     ok = False
     with open(out, "wb") as sink:
         order = subprocess.Popen([sort, "-s", "-u", "-t", "\t", "-k1,3", "-S", f"{_buffer_mib(size)}M", "-T", str(tmp)],
