@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -184,3 +185,26 @@ def ledger_of(project: Project):  # type: ignore[no-untyped-def]
 
 
 needs_nvcc = pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH")
+
+
+# --- speed verdicts measured on this machine: any verdict may come out, its exit code may not ---
+
+#: The exit code of ``measure compare`` / ``nox -s compare`` for the board verdicts it printed,
+#: worst first (README: "exit 0 fine, 1 blocks or undecided, 3 rerun").
+SPEED_EXITS = (("block", 1), ("rerun", 3), ("undecided", 1))
+
+
+def speed_exit(output: str) -> int:
+    """What a compare that printed ``output`` must exit with: timings here are real, so the
+    verdict is whatever this machine measured, and the exit code is pinned to it."""
+    words = re.findall(r"^\S+ on [^\n]+?: ([a-z]+)", output, re.MULTILINE)
+    assert words, f"no board verdict in:\n{output}"
+    return next((code for word, code in SPEED_EXITS if word in words), 0)
+
+
+def aa_exit(output: str) -> int:
+    """What an A/A compare that printed ``output`` must exit with: 1 when a row of identical code
+    came out slower or blocked (the board's summary counts them), else 0."""
+    summaries = re.findall(r"^  \d+ rows? × \d+ metrics?: ([^\n]*)", output, re.MULTILINE)
+    assert summaries, f"no A/A summary in:\n{output}"
+    return 1 if any(re.search(r"\b\d+ (slower|block)\b", s) for s in summaries) else 0

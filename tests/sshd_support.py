@@ -1,8 +1,8 @@
 """A real OpenSSH server for tests: generated host and client keys, a temp dir, stopped by pid.
 
 ``start_sshd(tmp, address="127.0.0.1")`` starts ``/usr/sbin/sshd -D`` listening on ``address``
-and a free port (``port=`` picks one), as root, public-key login only, with the sftp
-subsystem. ``netns=("ip", "netns", "exec", "ns1")`` runs it inside a network namespace the
+and a free port (``port=`` picks one), as this user (root or not: a non-root server logs in
+only its own user), public-key login only, with the sftp subsystem. ``netns=("ip", "netns", "exec", "ns1")`` runs it inside a network namespace the
 caller made (the address then belongs to that namespace). The returned :class:`Sshd` names
 the address, port, host-key fingerprint (``SHA256:…`` as ``ssh-keygen -l`` prints it), a
 ``known_hosts`` line, the client key, and stops the server (and every session it forked) by pid.
@@ -16,6 +16,7 @@ Tests that need sshd and cannot have it skip with the reason (:func:`sshd_missin
 from __future__ import annotations
 
 import os
+import pwd
 import shlex
 import shutil
 import signal
@@ -38,9 +39,7 @@ def sshd_missing() -> str | None:
         return f"{SSHD} is not installed (apt-get install -y openssh-server)"
     if shutil.which("ssh-keygen") is None:
         return "ssh-keygen is not on PATH"
-    if os.geteuid() != 0:
-        return "sshd for tests runs as root (host keys, privilege separation)"
-    return None
+    return None  # as root or not: a non-root sshd serves its own user (no privilege separation)
 
 
 def free_port(address: str = "127.0.0.1") -> int:
@@ -234,7 +233,8 @@ def _start_sshd(tmp: Path, address: str, *, port: int | None, netns: Sequence[st
     if why:
         raise RuntimeError(why)
     tmp.mkdir(parents=True, exist_ok=True)
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation's chroot
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # privilege separation's chroot
     host_key = host_key or keygen(tmp / "ssh_host_ed25519_key")
     client_key = client_key or keygen(tmp / "client_ed25519")
     auth = tmp / "authorized_keys"
@@ -242,7 +242,7 @@ def _start_sshd(tmp: Path, address: str, *, port: int | None, netns: Sequence[st
     auth.chmod(0o600)
     if port is None:
         port = free_port(address) if not netns else 22
-    user = "root"
+    user = pwd.getpwuid(os.geteuid()).pw_name  # a non-root sshd logs in only its own user
     config = tmp / "sshd_config"
     listen = f"[{address}]:{port}" if ":" in address else f"{address}:{port}"
     config.write_text(

@@ -233,6 +233,10 @@ CASES = [
                  v("missing-file", "host_shapes", "tests/host_shapes.rs does not exist (Cargo.toml [[test]] #3); add "
                    "the file or fix the path"),
                  id="missing-file/fail"),
+    pytest.param("missing-file", (delete("tests/host_shapes.rs"), put("tests/host_shapes.rs/inner.txt", "")), (),
+                 v("missing-file", "host_shapes", "tests/host_shapes.rs is not a file (Cargo.toml [[test]] #3); add "
+                   "the file or fix the path"),
+                 id="missing-file/fail-a-folder"),
     # -- gate files hold no #[ignore unless it is #[ignore = "invoked by …"] --------------------
     pytest.param("gate-ignore", (append("tests/arms.rs", '#[test]\n#[ignore = "needs a checkpoint"]\nfn x() {}\n'),),
                  (), None, id="gate-ignore/pass-invoked-by-and-contract-lane"),

@@ -104,7 +104,7 @@ def test_the_bundled_checklists_name_only_declared_things(tmp_path: Path) -> Non
         (tmp_path / name).mkdir()
         project = copy_example(tmp_path / name, name)
         done = project.relgate("check")
-        assert done.returncode in (0, 1), done.stdout + done.stderr
+        assert done.returncode == 0, done.stdout + done.stderr  # the census of each is clean too
         assert "checklist.toml" not in done.stderr, done.stderr
 
 

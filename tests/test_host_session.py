@@ -30,7 +30,8 @@ def test_host_passes_on_a_clean_checkout_and_records_every_step(tinyinfer: Proje
         assert row["session"] == "host" and row["lane"] == "host" and row["host"] == "local"
         assert row["dirty"] is False and len(row["commit_sha"]) == 40
         assert row["command"] and row["started"] and row["duration"] is not None
-        assert row["verdict"] in ("pass", "not-run"), row
+        if row["verdict"] != "pass":  # only a step this machine cannot offer for
+            assert row["verdict"] == "not-run" and row["reason"].startswith("no host offers "), row
         if row["verdict"] == "pass":
             assert row["exit_code"] == 0 and row["warning_count"] == 0
             log = tinyinfer.home / row["log_path"]
@@ -184,3 +185,14 @@ def test_an_allow_rule_that_matched_nothing_is_stale_and_fails_the_run(tinyinfer
     tinyinfer.nox("host")
     rows = {r["step"]: r for r in status(tinyinfer)}
     assert rows["release-cpu"]["verdict"] == "pass" and rows["allow-rules"]["verdict"] == "pass"
+
+
+def test_a_step_past_its_timeout_fails_naming_the_limit(tinyinfer: Project) -> None:
+    (tinyinfer.manifests / "builds.toml").write_text(
+        '[[check]]\nname = "hangs"\nrun = ["sleep", "30"]\ntimeout = 1\n'
+        '[[check]]\nname = "after"\nrun = ["true"]\n')
+    done = tinyinfer.nox("host")
+    assert done.returncode == 1, done.stdout + done.stderr
+    rows = {r["step"]: r for r in status(tinyinfer)}
+    assert rows["hangs"]["verdict"] == "fail" and rows["hangs"]["reason"] == "timed out after 1 s: sleep 30"
+    assert rows["after"]["verdict"] == "pass"  # the lane goes on after a red step

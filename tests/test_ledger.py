@@ -523,3 +523,45 @@ def test_a_file_moved_into_the_store_is_hashed_first_and_copied_where_it_cannot_
         assert not second.exists()  # its object was there: nothing to move
         rows = ledger._conn.execute("SELECT sha256, kind, size FROM artifacts").fetchall()
         assert [tuple(r) for r in rows] == [(sha, "baseline", len(data))]
+
+
+# --- the --reuse key: every part of it, each changed alone --------------------------------------
+
+_REUSE_KEY = {"commit": "c1", "session": "host", "step": "unit-tests", "host": "local", "command": "make test",
+              "env": {"CFLAGS": "-O2"}, "board": "NVIDIA H200", "driver": "550.54", "toolkit": "12.4"}
+
+
+def _reuse_ledger(home: Path, *, verdict: Verdict = Verdict.PASS, dirty: bool = False) -> tuple[Ledger, str]:
+    from relgate.ledger.identity import ProjectIdentity
+
+    ledger = Ledger.open(home)
+    ident = ProjectIdentity(name="tinyinfer", root="/p", manifests="/p/manifests")
+    run = ledger.begin_run(session="host", argv=[], project="tinyinfer", project_root=Path("/p"), commit="c1",
+                           branch=None, dirty=dirty, identity=ident)
+    key = {k: v for k, v in _REUSE_KEY.items() if k != "commit"}
+    step = ledger.begin_step(run_id=run, lane=None, target=None, commit="c1", dirty=dirty, cwd=None, log_path=None,
+                             **key)
+    ledger.finish_step(step, verdict=verdict, reason=None, exit_code=0 if verdict is Verdict.PASS else 1,
+                       duration=1.0)
+    return ledger, run
+
+
+@pytest.mark.parametrize(("part", "value"), [
+    ("commit", "c2"), ("session", "gate"), ("step", "other"), ("host", "h200"), ("command", "make test V=1"),
+    ("env", {"CFLAGS": "-O0"}), ("env", {}), ("env", {"CFLAGS": "-O2", "EXTRA": "1"}),
+    ("board", "NVIDIA H100"), ("board", None), ("driver", "560.1"), ("toolkit", "13.0"),
+])
+def test_reuse_needs_every_part_of_the_key_to_match(tmp_path: Path, part: str, value: object) -> None:
+    ledger, run = _reuse_ledger(tmp_path / "home")
+    with ledger:
+        same = ledger.reusable_pass(run_id=run, **_REUSE_KEY)
+        assert same is not None and same.verdict is Verdict.PASS and same.command == "make test"
+        assert ledger.reusable_pass(run_id=run, **{**_REUSE_KEY, part: value}) is None
+
+
+@pytest.mark.parametrize(("verdict", "dirty"), [(Verdict.FAIL, False), (Verdict.ERROR, False), (Verdict.SKIP, False),
+                                                (Verdict.NOT_RUN, False), (Verdict.PASS, True)])
+def test_only_a_clean_pass_is_reused(tmp_path: Path, verdict: Verdict, dirty: bool) -> None:
+    ledger, run = _reuse_ledger(tmp_path / "home", verdict=verdict, dirty=dirty)
+    with ledger:
+        assert ledger.reusable_pass(run_id=run, **_REUSE_KEY) is None

@@ -101,3 +101,18 @@ def test_redactor_treats_values_literally_not_as_regex() -> None:
     redact = Redactor(["a.b*c+d?"])
     assert redact("x a.b*c+d? y") == f"x {MASK} y"
     assert redact("x aXbbbcd y") == "x aXbbbcd y"
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        # a short URL password is a password all the same (redact_env's own example)
+        ("postgres://u:pw@h/db", f"postgres://u:{MASK}@h/db"),
+        ("https://ci:x@mirror.invalid/simple", f"https://ci:{MASK}@mirror.invalid/simple"),
+        # a user name alone is not a secret unless it is long enough to be a token
+        ("ssh://git@host/repo", "ssh://git@host/repo"),
+        ("https://ghp_abcdefghijklmnop1234@github.com/o/r", f"https://{MASK}@github.com/o/r"),
+    ],
+)
+def test_url_credentials_in_env_values(value: str, expected: str) -> None:
+    assert redact_env({"DB_URL": value}) == {"DB_URL": expected}
