@@ -57,6 +57,7 @@ class Line:
     status: str
     why: str
     links: tuple[Link, ...] = ()
+    anchor: str = ""
 
 
 @record
@@ -167,7 +168,8 @@ def build_page(s: Signoff, *, home: Path, page_dir: Path, specs: Mapping[str, Me
             what = {"attest": "attested", "skip": "skipped", "not-validated": "not validated"}.get(d.kind, d.kind)
             decisions.append(Line(what=r.item.id, status=what, why=f"by {d.by or 'a maintainer'} for commit "
                                   f"{d.commit_sha}" + (f": {d.note}" if d.note else ""),
-                                  links=(Link(href=f"#{item_anchor(index[r.item.id])}", label=r.item.id),)))
+                                  links=(Link(href=f"#{item_anchor(index[r.item.id])}", label=r.item.id),),
+                                  anchor=anchors[r.item.id]))
         for d, step in r.runs:
             if step is not None:
                 manual.append(_step(step, home, page_dir, embed_logs))

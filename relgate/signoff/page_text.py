@@ -73,6 +73,5 @@ def log_tail(path: Path | None, *, cap: int = TAIL_CAP) -> str | None:
         os.close(fd)
     text = data.decode("utf-8", "replace").replace("\r\n", "\n")
     if start:
-        text = text.split("\n", 1)[-1] if "\n" in text else text
         text = f"[… the first {start:,} bytes of the log are not shown]\n" + text
     return inert(text, text_cap=cap + 200)

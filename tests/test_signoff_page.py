@@ -1,0 +1,230 @@
+"""The sign-off's HTML page in a real headless browser (Debian's chromium, ``--dump-dom``):
+the bundled C example's runbook run for real (make, gcc, git, the ledger), the page that
+``nox -s signoff`` writes and the one ``relgate report`` writes, read back from the DOM the
+browser built; and hostile strings (a ``<script>`` note, ``</td>`` in a step name and a
+command, ANSI escapes, a 10 MB line in a note and in a log) that must stay text.
+
+Only the browser may be missing (the tests then skip, naming the install line); nothing is
+faked: each page is the one the tool writes from a ledger real sessions filled."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+from urllib.parse import unquote
+
+import pytest
+
+from browser_support import INSTALL, Node, dump_dom, needs_chromium, parse
+from conftest import Project, copy_example, git, ledger_of
+
+FILE_SECONDS = 40  # about how long this file takes here: it starts early (tests/conftest.py)
+
+HOSTILE_SCRIPT = "<script>document.documentElement.setAttribute('data-pwned', 'note')</script>"
+HOSTILE_IMG = "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned', 'img')\">"
+
+
+def _ok(done: subprocess.CompletedProcess[str], *codes: int) -> subprocess.CompletedProcess[str]:
+    assert "Traceback" not in done.stdout + done.stderr, done.stdout[-3000:] + done.stderr[-3000:]
+    assert done.returncode in (codes or (0,)), f"exit {done.returncode}\n{done.stdout[-3000:]}\n{done.stderr[-2000:]}"
+    return done
+
+
+@pytest.fixture(scope="module")
+def example(tmp_path_factory: pytest.TempPathFactory) -> Project:
+    """The C example's release runbook, for real: the previous release's lanes and accepted
+    evidence, its tag; a candidate commit, its lanes, the speed and quality comparison against
+    the tag (both built, interleaved), the evidence check, one attestation, the sign-off."""
+    p = copy_example(tmp_path_factory.mktemp("page"), "tinyinfer")
+    _ok(p.nox("host", "gate", "contract"))
+    _ok(p.relgate("evidence", "accept", "--release", "0.2.0"))
+    git(p.root, "tag", "v0.2.0")
+    (p.root / "README.md").write_text((p.root / "README.md").read_text() + "\nCandidate.\n")
+    p.commit("candidate")
+    _ok(p.nox("host", "gate", "contract"))
+    _ok(p.nox("compare", extra=("--", "matvec", "scorer", "--previous", "v0.2.0")), 0, 1, 3)  # timings: any verdict
+    _ok(p.nox("evidence"))
+    _ok(p.relgate("attest", "ci-green", "--by", "Release Engineer", "--note", "pipeline 1234 green"))
+    _ok(p.nox("signoff"), 1)  # incomplete: the CUDA items and a maintainer's approval are open
+    return p
+
+
+def _text(node: Node) -> str:
+    return " ".join(node.text().split())
+
+
+def _steps_rows(dom: Node) -> list[Node]:
+    return [tr for tr in dom.by_id("steps").find_all("tr") if tr.attrs.get("id", "").startswith("s")]
+
+
+def _log_links(dom: Node, page: Path) -> list[Path]:
+    return [(page.parent / unquote(a.attrs["href"])).resolve() for a in dom.find_all("a", cls="log")]
+
+
+@needs_chromium
+def test_the_bundled_examples_signoff_page_in_a_browser(example: Project) -> None:
+    page = example.home / "signoff" / "signoff.html"
+    doc = json.loads((example.home / "signoff" / "signoff.json").read_text())
+    dom = parse(dump_dom(page))
+    html = dom.find_all("html")[0]
+    assert html.attrs.get("data-page-script") == "ran"  # the browser ran the page's own script: scripts were on
+
+    # The verdict and what blocks it.
+    open_items = [i for i in doc["items"] if i["status"] not in ("passed", "attested", "skipped", "not-validated",
+                                                                  "not-applicable")]
+    assert doc["complete"] is False and open_items
+    assert _text(dom.by_id("verdict")) == f"Verdict: incomplete: {len(open_items)} of {len(doc['items'])} items are open"
+    assert [_text(li).split(" ")[0] for li in dom.by_id("blocks").find_all("li")] == [i["id"] for i in open_items]
+
+    # Every checklist item × every board, each status as the sign-off evaluated it.
+    matrix = dom.by_id("matrix")
+    assert [_text(th) for th in matrix.find_all("th", cls="board")] == doc["boards"] == ["host:local"]
+    rows = [tr for tr in matrix.find_all("tr") if "data-item" in tr.attrs]
+    assert [tr.attrs["data-item"] for tr in rows] == [i["id"] for i in doc["items"]]
+    for tr, item in zip(rows, doc["items"]):
+        cells = tr.find_all("td")
+        assert _text(cells[2]) == item["status"], item
+        assert sum(int(td.attrs.get("colspan", "1")) for td in cells) == 3 + len(doc["boards"]) + 1
+        board = cells[3]
+        assert item["status"] in board.attrs["class"].split() or item["status"] == "passed", (item, board.attrs)
+        for link in item["links"]:  # the rows behind the item: a cell link to each, landing on that step's row
+            assert f"#s{link['step']}" in [a.attrs["href"] for a in tr.find_all("a")], (item["id"], link)
+            dom.by_id(f"s{link['step']}")
+    status = {i["id"]: i["status"] for i in doc["items"]}
+    assert status["gate" if "gate" in status else "cpu"] == "passed" and status["metal"] == "not-applicable"
+    assert status["ci-green"] == "attested" and status["maintainer-approval"] == "missing"
+
+    # Measurements: the suite verdict per board, every row with its ratio, interval and bar.
+    measured = [(m, b) for m in doc["measurements"] for b in m["boards"] if b["rows"]]
+    assert measured, doc["measurements"]
+    section = dom.by_id("measurements")
+    for m, b in measured:
+        heading = next(h for h in section.find_all("h3", cls="measure") if _text(h).startswith(f"{m['measure']} on "))
+        assert _text(heading) == f"{m['measure']} on {b['board']}: {b['verdict']}"
+    mrows = section.find_all("tr", cls="mrow")
+    expected = [r for _, b in measured for r in b["rows"]]
+    assert len(mrows) == len(expected) == 4
+    for tr, row in zip(mrows, expected):
+        cells = [_text(td) for td in tr.find_all("td")]
+        assert cells[0] == row["row"] and cells[1] == row["metric"] and cells[5] == f"{row['ratio']:.3f}×"
+        low, high = row["interval"]
+        assert cells[6].startswith(f"{low:.3f}–{high:.3f}×"), cells
+        assert cells[9] == row["verdict"] and len(tr.find_all("svg", cls="bar")) == 1
+    scorer = dom.by_id("quality")
+    assert "first_match >= 19" in _text(scorer) and "previous release" in _text(scorer)
+
+    # The evidence check, and what did not run and why.
+    assert "11 identical, 0 moved, 0 only in base, 0 only in candidate" in _text(dom.by_id("evidence"))
+    not_run = [_text(li) for li in dom.by_id("not-run").find_all("li")]
+    with ledger_of(example) as ledger:
+        head = git(example.root, "rev-parse", "HEAD").strip()
+        skipped = [s for s in ledger.steps(commit=head) if s.verdict.value == "not-run"]
+    assert skipped and all(any(f"{s.session}/{s.step}" in t and s.reason in t for t in not_run) for s in skipped), \
+        not_run
+    assert any(t.startswith("not-applicable item metal: applies to metal") for t in not_run)
+    assert "ci-green attested by Release Engineer" in _text(dom.by_id("decisions"))
+
+    # Each step: host, board, toolkit, duration, and a log link that resolves to the stored log.
+    steps = _steps_rows(dom)
+    assert len(steps) >= 15
+    links = _log_links(dom, page)
+    ran = [tr for tr in steps if _text(tr.find_all("td")[9]) != "not-run"]
+    assert len(links) == len(ran) and all(p.is_file() and p.is_relative_to(example.home / "logs") for p in links)
+    kernels = next(tr for tr in steps if _text(tr.find_all("td")[2]) == "kernels-cpu")
+    log = (page.parent / unquote(kernels.find_all("a", cls="log")[0].attrs["href"])).read_text()
+    assert "make test" in _text(kernels) and "ok" in log.lower()
+
+
+@needs_chromium
+def test_report_pages_for_a_run_and_a_commit(example: Project, tmp_path: Path) -> None:
+    out = tmp_path / "pages"
+    with ledger_of(example) as ledger:
+        runs = ledger.runs()
+    compare = next(r for r in runs if r.session == "compare")
+    _ok(example.relgate("report", compare.id, "--html", str(out / "run.html"), "--embed-logs"))
+    first = (out / "run.html").read_bytes()
+    _ok(example.relgate("report", compare.id, "--html", str(out / "run.html"), "--embed-logs"))
+    assert (out / "run.html").read_bytes() == first  # the same ledger: the same bytes
+    dom = parse(dump_dom(out / "run.html"))
+    assert _text(dom.find_all("h1")[0]).startswith(f"Run {compare.id} (compare) of tinyinfer at ")
+    names = [_text(tr.find_all("td")[2]) for tr in _steps_rows(dom)]
+    assert {"matvec#1", "matvec#5", "scorer#1"} <= set(names)
+    tails = {_text(t.find_all("summary")[0]): _text(t) for t in dom.find_all("tr", cls="tail")}  # --embed-logs
+    for tr in _steps_rows(dom):
+        name, step = _text(tr.find_all("td")[2]), tr.attrs["id"][1:]
+        if name.startswith(("matvec#", "scorer#")):
+            tail = tails[f"log tail of step #{step}"]
+            assert ("bench matvec device=cpu" if name.startswith("matvec") else "summary cases=") in tail, tail
+    assert all(p.is_file() for p in _log_links(dom, out / "run.html"))
+
+    previous = git(example.root, "rev-parse", "v0.2.0").strip()
+    _ok(example.relgate("report", "--commit", "v0.2.0", "--html", str(out / "old.html")))
+    dom = parse(dump_dom(out / "old.html"))
+    assert _text(dom.find_all("code", cls="commit")[0]) == previous
+    assert "lane-census" in [_text(tr.find_all("td")[2]) for tr in _steps_rows(dom)]
+
+    bad = example.relgate("report", "no-such-run", "--html", str(out / "bad.html"))
+    assert bad.returncode == 2 and "Traceback" not in bad.stderr and not (out / "bad.html").exists()
+    assert bad.stderr.strip().count("\n") == 0 and "report no-such-run: names no run" in bad.stderr
+
+
+@needs_chromium
+def test_a_hostile_note_step_name_and_log_render_as_text(tinyinfer: Project, tmp_path: Path) -> None:
+    p = tinyinfer
+    _ok(p.nox("gate", extra=("--", "kernels-cpu")))
+    ansi = "\x1b[31mred\x1b[0m"
+    _ok(p.relgate("attest", "ci-green", "--by", "</td><b>mallory</b>", "--note", f"{HOSTILE_SCRIPT}</td>{ansi}"))
+    big = tmp_path / "big.py"
+    big.write_text("import sys\nsys.stdout.write('x' * 10_000_000 + '\\n\\x1b[32m</td></tr></table>"
+                   + HOSTILE_IMG.replace("'", "\\'") + "\\n')\n")  # a 10 MB line, then markup and ANSI
+    _ok(p.relgate("run", "--item", "agent-checks", "--note", HOSTILE_IMG, "--", "python3", str(big), "</td>"))
+    from relgate.core.verdict import Verdict
+    from relgate.ledger.identity import ProjectIdentity
+
+    head = git(p.root, "rev-parse", "HEAD").strip()
+    with ledger_of(p) as ledger:
+        key = ledger.steps()[-1].project_key
+        run = ledger.begin_run(session="gate", argv=["nox", "-s", "gate"], project="tinyinfer", project_root=p.root,
+                               commit=head, branch="main", dirty=False, identity=ProjectIdentity.from_key(key))
+        ledger.record_step(run_id=run, session="gate", step="kernels</td><td>" + HOSTILE_SCRIPT, lane="gate",
+                           target="kernels</td>", host="local", board=None, driver=None, toolkit=None, commit=head,
+                           dirty=False, command="make test", cwd=str(p.root), env={}, verdict=Verdict.ERROR,
+                           reason=f"{ansi} lost the connection</td>")
+        ledger.finish_run(run, "ok")
+        ledger.add_decision(project=key, commit=head, dirty=False, item="maintainer-approval", kind="attest",
+                            by="bo", note="y" * 10_000_000 + HOSTILE_SCRIPT)
+    page = tmp_path / "hostile.html"
+    _ok(p.relgate("report", "--html", str(page), "--embed-logs"))
+    assert page.stat().st_size < 1_000_000  # the 10 MB note and the 10 MB log line are capped
+    raw = page.read_text()
+    assert raw.count("<script") == 1 and "\x1b" not in raw and "<img" not in raw
+
+    dom = parse(dump_dom(page))
+    html = dom.find_all("html")[0]
+    assert html.attrs.get("data-page-script") == "ran"  # scripts were on, and only the page's ran
+    assert "data-pwned" not in html.attrs and not [n for n in dom.walk() if "data-pwned" in n.attrs]
+    assert [n.tag for n in dom.walk() if n.tag in ("script", "img", "b")] == ["script"]
+    text = _text(dom)
+    assert HOSTILE_SCRIPT + "</td>␛[31mred␛[0m" in text  # the note, as text, its escapes visible
+    assert "</td><b>mallory</b>" in text
+    assert "kernels</td><td>" + HOSTILE_SCRIPT in text
+    assert "␛[31mred␛[0m lost the connection</td>" in _text(dom.by_id("errors").find_all("ul")[0])
+    decisions = _text(dom.by_id("decisions"))
+    assert "maintainer-approval attested by bo" in decisions and "more characters on this line" in decisions
+    assert "y" * 1900 in text and "y" * 2001 not in text  # every line capped at 2,000 characters
+    tail = next(t for t in dom.find_all("tr", cls="tail") if "</table>" in _text(t))
+    assert "␛[32m</td></tr></table>" + HOSTILE_IMG in _text(tail)
+    assert "bytes of the log are not shown" in _text(tail) and "more characters on this line" in _text(tail)
+    # The tables kept their shape: every step row has the steps table's 14 cells.
+    assert all(len(tr.find_all("td")) == 14 for tr in _steps_rows(dom))
+    matrix_rows = [tr for tr in dom.by_id("matrix").find_all("tr") if "data-item" in tr.attrs]
+    assert all(sum(int(td.attrs.get("colspan", "1")) for td in tr.find_all("td")) == 5 for tr in matrix_rows)
+    assert re.search(r"script-src 'sha256-[A-Za-z0-9+/=]+'", dom.find_all("meta")[1].attrs["content"])
+
+
+def test_chromium_install_line_is_the_ci_one() -> None:
+    """The skip message names what .ci/run installs."""
+    ci = (Path(__file__).resolve().parent.parent / ".ci" / "run").read_text()
+    assert "apt-get install -y chromium" in ci and INSTALL.endswith("apt-get install -y chromium")
