@@ -56,11 +56,18 @@ def _text(node: Node) -> str:
 
 
 def _steps_rows(dom: Node) -> list[Node]:
-    return [tr for tr in dom.by_id("steps").find_all("tr") if tr.attrs.get("id", "").startswith("s")]
+    """Every step the steps section lists (one element each, its id ``s`` + the step's id)."""
+    return [n for n in dom.by_id("steps").walk() if re.fullmatch(r"s[0-9]+", n.attrs.get("id", ""))]
+
+
+def _name(step: Node) -> str:
+    return _text(step).split(" ")[1]  # "#12 kernels-cpu 0.0 s …"
 
 
 def _log_links(dom: Node, page: Path) -> list[Path]:
-    return [(page.parent / unquote(a.attrs["href"])).resolve() for a in dom.find_all("a", cls="log")]
+    """Where every log link of the page leads (links to places in the page left out)."""
+    return [(page.parent / unquote(a.attrs["href"])).resolve() for a in dom.find_all("a")
+            if not a.attrs.get("href", "#").startswith("#")]
 
 
 @needs_chromium
@@ -130,11 +137,15 @@ def test_the_bundled_examples_signoff_page_in_a_browser(example: Project) -> Non
     steps = _steps_rows(dom)
     assert len(steps) >= 15
     links = _log_links(dom, page)
-    ran = [tr for tr in steps if _text(tr.find_all("td")[9]) != "not-run"]
+    ran = [li for li in steps if "not-run" not in li.attrs.get("class", "")]
     assert len(links) == len(ran) and all(p.is_file() and p.is_relative_to(example.home / "logs") for p in links)
-    kernels = next(tr for tr in steps if _text(tr.find_all("td")[2]) == "kernels-cpu")
-    log = (page.parent / unquote(kernels.find_all("a", cls="log")[0].attrs["href"])).read_text()
-    assert "make test" in _text(kernels) and "ok" in log.lower()
+    kernels = next(li for li in steps if _name(li) == "kernels-cpu")
+    log = (page.parent / unquote(kernels.find_all("a")[0].attrs["href"])).read_text()
+    assert "$ make test" in log and "test_kernels: 17 passed, 0 failed" in log
+    group = _text(next(d for d in dom.by_id("steps").find_all("div", cls="group") if kernels in d.walk()))
+    assert group.startswith("gate on local · board host:local · driver")  # host, board, driver, toolkit, GPU
+    cuda = next(li for li in steps if _name(li) == "kernels-cuda")
+    assert "not-run no host offers cuda make test-cuda" in _text(cuda)
 
 
 @needs_chromium
@@ -149,13 +160,13 @@ def test_report_pages_for_a_run_and_a_commit(example: Project, tmp_path: Path) -
     assert (out / "run.html").read_bytes() == first  # the same ledger: the same bytes
     dom = parse(dump_dom(out / "run.html"))
     assert _text(dom.find_all("h1")[0]).startswith(f"Run {compare.id} (compare) of tinyinfer at ")
-    names = [_text(tr.find_all("td")[2]) for tr in _steps_rows(dom)]
+    names = [_name(li) for li in _steps_rows(dom)]
     assert {"matvec#1", "matvec#5", "scorer#1"} <= set(names)
-    tails = {_text(t.find_all("summary")[0]): _text(t) for t in dom.find_all("tr", cls="tail")}  # --embed-logs
-    for tr in _steps_rows(dom):
-        name, step = _text(tr.find_all("td")[2]), tr.attrs["id"][1:]
+    for li in _steps_rows(dom):  # --embed-logs: each step's log tail in the page
+        name = _name(li)
         if name.startswith(("matvec#", "scorer#")):
-            tail = tails[f"log tail of step #{step}"]
+            tail = _text(li.find_all("details", cls="tail")[0])
+            assert tail.startswith(f"log tail of step #{li.attrs['id'][1:]}"), tail
             assert ("bench matvec device=cpu" if name.startswith("matvec") else "summary cases=") in tail, tail
     assert all(p.is_file() for p in _log_links(dom, out / "run.html"))
 
@@ -163,7 +174,7 @@ def test_report_pages_for_a_run_and_a_commit(example: Project, tmp_path: Path) -
     _ok(example.relgate("report", "--commit", "v0.2.0", "--html", str(out / "old.html")))
     dom = parse(dump_dom(out / "old.html"))
     assert _text(dom.find_all("code", cls="commit")[0]) == previous
-    assert "lane-census" in [_text(tr.find_all("td")[2]) for tr in _steps_rows(dom)]
+    assert "lane-census" in [_name(li) for li in _steps_rows(dom)]
 
     bad = example.relgate("report", "no-such-run", "--html", str(out / "bad.html"))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and not (out / "bad.html").exists()
@@ -214,11 +225,11 @@ def test_a_hostile_note_step_name_and_log_render_as_text(tinyinfer: Project, tmp
     decisions = _text(dom.by_id("decisions"))
     assert "maintainer-approval attested by bo" in decisions and "more characters on this line" in decisions
     assert "y" * 1900 in text and "y" * 2001 not in text  # every line capped at 2,000 characters
-    tail = next(t for t in dom.find_all("tr", cls="tail") if "</table>" in _text(t))
+    tail = next(t for t in dom.find_all("details", cls="tail") if "</table>" in _text(t))
     assert "␛[32m</td></tr></table>" + HOSTILE_IMG in _text(tail)
     assert "bytes of the log are not shown" in _text(tail) and "more characters on this line" in _text(tail)
-    # The tables kept their shape: every step row has the steps table's 14 cells.
-    assert all(len(tr.find_all("td")) == 14 for tr in _steps_rows(dom))
+    # Nothing made a table cell out of the steps' names, commands or logs; the matrix kept its shape.
+    assert not dom.by_id("steps").find_all("td") and not dom.by_id("steps").find_all("table")
     matrix_rows = [tr for tr in dom.by_id("matrix").find_all("tr") if "data-item" in tr.attrs]
     assert all(sum(int(td.attrs.get("colspan", "1")) for td in tr.find_all("td")) == 5 for tr in matrix_rows)
     assert re.search(r"script-src 'sha256-[A-Za-z0-9+/=]+'", dom.find_all("meta")[1].attrs["content"])

@@ -19,7 +19,7 @@ from relgate.signoff.page_matrix import Link, MatrixRow, item_anchor, matrix, st
 from relgate.signoff.page_measures import BoardView, QualityView, measure_views, quality_views
 from relgate.signoff.page_text import log_tail
 
-__all__ = ["StepView", "Page", "build_page"]
+__all__ = ["StepView", "StepGroup", "Page", "build_page"]
 
 _GPU_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 
@@ -71,6 +71,29 @@ class EvidenceView:
 
 
 @record
+class StepGroup:
+    """The steps of one session on one host, board, driver, toolkit and GPU at one commit."""
+
+    session: str
+    host: str
+    board: str
+    driver: str
+    toolkit: str
+    gpu: str
+    commit: str
+    dirty: bool
+    steps: tuple[StepView, ...]
+
+
+def _groups(views: Sequence[StepView]) -> tuple[StepGroup, ...]:
+    out: dict[tuple[str, ...], list[StepView]] = {}
+    for v in views:
+        out.setdefault((v.session, v.host, v.board, v.driver, v.toolkit, v.gpu, v.commit, str(v.dirty)), []).append(v)
+    return tuple(StepGroup(session=k[0], host=k[1], board=k[2], driver=k[3], toolkit=k[4], gpu=k[5], commit=k[6],
+                           dirty=k[7] == "True", steps=tuple(vs)) for k, vs in out.items())
+
+
+@record
 class Page:
     title: str
     heading: str
@@ -95,7 +118,8 @@ class Page:
     decisions: tuple[Line, ...]
     manual_runs: tuple[StepView, ...]
     manual_notes: Mapping[int, str]  # manual run's step id → "item, by, note"
-    steps: tuple[StepView, ...]
+    steps: tuple[StepGroup, ...]
+    step_count: int
     embedded: bool
     generator: str
 
@@ -181,7 +205,8 @@ def build_page(s: Signoff, *, home: Path, page_dir: Path, specs: Mapping[str, Me
         if st.id not in seen:  # every row a cell or a decision links to is on the page
             seen.add(st.id)
             listed.append(st)
-    listed.sort(key=lambda r: (r.session, r.lane or "", r.step, board_key(r.board, r.host), r.id))
+    listed.sort(key=lambda r: (r.session, r.host, board_key(r.board, r.host), r.driver or "", r.toolkit or "",
+                               r.commit_sha, r.dirty, r.lane or "", r.step, r.id))
     views = tuple(_step(r, home, page_dir, embed_logs) for r in listed)
     counted = [r for r in listed if s.candidate.counts(r.commit_sha, r.dirty)]
 
@@ -206,4 +231,4 @@ def build_page(s: Signoff, *, home: Path, page_dir: Path, specs: Mapping[str, Me
         failures=tuple(line(r) for r in counted if r.verdict is Verdict.FAIL),
         measures=measure_views(s.comparisons, keys, specs), quality=quality_views(s.quality, keys),
         evidence=_evidence(s), not_run=tuple(not_run), decisions=tuple(decisions), manual_runs=tuple(manual),
-        manual_notes=notes, steps=views, embedded=embed_logs, generator=generator)
+        manual_notes=notes, steps=_groups(views), step_count=len(views), embedded=embed_logs, generator=generator)
