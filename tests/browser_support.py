@@ -4,6 +4,7 @@ the tests query (by id, tag, class, attribute, text)."""
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import tempfile
@@ -27,11 +28,20 @@ def chromium() -> str | None:
 needs_chromium = pytest.mark.skipif(chromium() is None, reason=f"chromium is not installed: {INSTALL}")
 
 
-def dump_dom(page: Path, *, timeout: float = 180) -> str:
-    """The DOM of ``page`` (a local file) as the browser rendered it, with a fresh profile."""
+def dump_dom(page: Path, *, scripts: bool = True, timeout: float = 180) -> str:
+    """The DOM of ``page`` (a local file) as the browser rendered it, with a fresh profile.
+    ``scripts=False``: a copy of the page whose Content-Security-Policy allows no script at all
+    (``--dump-dom`` itself needs JavaScript on, so the browser's switch cannot be used)."""
     browser = chromium()
     assert browser is not None, INSTALL
     with tempfile.TemporaryDirectory(prefix="relgate-chromium-") as profile:
+        if not scripts:
+            text = page.read_text()
+            strict = re.sub(r"script-src (&#39;|')sha256-[A-Za-z0-9+/=]+(&#39;|')", "script-src &#39;none&#39;", text,
+                            count=1)  # the attribute's quotes are escaped in the source
+            assert strict != text, "the page names no script-src hash"
+            page = page.with_name(f".{page.name}.no-scripts.html")
+            page.write_text(strict)
         done = subprocess.run([browser, *FLAGS, f"--user-data-dir={profile}", "--dump-dom", page.resolve().as_uri()],
                               capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0 and "<html" in done.stdout, done.stderr[-3000:]

@@ -177,6 +177,66 @@ def test_the_rust_examples_signoff_page_in_a_browser(scankern: Project) -> None:
     assert {"scan_parity", "lane-census"} <= names, names
 
 
+SPEED = """
+[measure.speed]
+target = "matvec-bench"
+file_env = "TINYINFER_MEASURE"
+format = "csv"
+key = ["ctx_tokens"]
+metrics = { prefill_tps = "higher", gen_tps = "higher" }
+metadata = ["board", "driver", "dtype"]
+runs = 8
+max_batches = 1
+"""
+
+
+def _runs(folder: Path, name: str, prefill: float, seed: int) -> list[Path]:
+    """8 runs of the C engine's CSV, prefill_tps spread ±1 % around ``prefill``."""
+    import random
+
+    rng = random.Random(seed)
+    out = []
+    for i in range(8):
+        path = folder / f"{name}{i}.csv"
+        path.write_text("ctx_tokens,prefill_tokens,prefill_tps,gen_tokens,gen_tps,kvcache_bytes\n"
+                        f"512,512,{prefill * rng.uniform(0.99, 1.01):.2f},128,{50 * rng.uniform(0.99, 1.01):.3f},1\n")
+        out.append(path)
+    return out
+
+
+@needs_chromium
+def test_an_undecided_row_shows_its_interval_bar_and_the_runs_it_needs(tinyinfer: Project, tmp_path: Path) -> None:
+    """A slowdown whose interval straddles the 5 % threshold after the last batch allowed: the
+    page draws it and says how many runs a side would decide it; the page also reads the same
+    with scripts off."""
+    with (tinyinfer.manifests / "measurements.toml").open("a") as fh:
+        fh.write(SPEED)
+    meta = ("--board", "host:local", "--meta", "driver=550.54", "--meta", "dtype=f16")
+    prev, cand = _runs(tmp_path, "p", 1000, seed=1), _runs(tmp_path, "c", 945, seed=2)
+    _ok(tinyinfer.relgate("measure", "add", "speed", *map(str, prev), "--release", "0.2.0", *meta))
+    _ok(tinyinfer.relgate("measure", "add", "speed", *map(str, cand), "--candidate", *meta))
+    page = tmp_path / "speed.html"
+    _ok(tinyinfer.relgate("report", "--html", str(page)))
+    for scripts in (True, False):
+        dom = parse(dump_dom(page, scripts=scripts))
+        assert (dom.find_all("html")[0].attrs.get("data-page-script") == "ran") is scripts
+        section = dom.by_id("measurements")
+        heading = next(h for h in section.find_all("h3", cls="measure") if _text(h).startswith("speed on "))
+        assert _text(heading) == "speed on host:local: undecided: too noisy at 8 runs"
+        row = next(tr for tr in section.find_all("tr", cls="mrow") if "prefill_tps" in _text(tr))
+        cells = [_text(td) for td in row.find_all("td")]
+        assert cells[9] == "undecided" and re.fullmatch(r"0\.9\d\d–0\.9\d\d× \(±\d\.\d%\)", cells[6]), cells
+        bar = row.find_all("svg", cls="bar")[0]
+        interval = bar.find_all("rect", cls="iv")[0]
+        rerun, block = (float(bar.find_all("line", cls=c)[0].attrs["x1"]) for c in ("tr", "tb"))
+        low, width = float(interval.attrs["x"]), float(interval.attrs["width"])
+        assert block < rerun < 100 and low < rerun < low + width  # the bar straddles the 5 % line, below 1
+        needed = [_text(li) for li in section.find_all("ul", cls="open-rows")[0].find_all("li")]
+        assert len(needed) == 1 and re.fullmatch(r"undecided ctx_tokens=512 prefill_tps: about (\d+) runs a side "
+                                                 r"\(±\d\.\d% now, ±\d\.\d% decides\)", needed[0]), needed
+        assert int(re.search(r"about (\d+)", needed[0]).group(1)) > 8
+
+
 @needs_chromium
 def test_report_pages_for_a_run_and_a_commit(example: Project, tmp_path: Path) -> None:
     out = tmp_path / "pages"

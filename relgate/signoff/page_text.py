@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from pathlib import Path
 
 __all__ = ["LINE_CAP", "TEXT_CAP", "TAIL_CAP", "inert", "log_tail"]
@@ -60,8 +61,6 @@ def log_tail(path: Path | None, *, cap: int = TAIL_CAP) -> str | None:
         return None
     try:
         st = os.fstat(fd)
-        import stat
-
         if not stat.S_ISREG(st.st_mode):
             return None
         start = max(0, st.st_size - cap)
