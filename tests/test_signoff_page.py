@@ -85,7 +85,8 @@ def _read_signoff_page(project: Project) -> tuple[Node, dict]:
     open_items = [i for i in doc["items"] if i["status"] not in ("passed", "attested", "skipped", "not-validated",
                                                                   "not-applicable")]
     assert doc["complete"] is False and open_items
-    assert _text(dom.by_id("verdict")) == f"Verdict: incomplete: {len(open_items)} of {len(doc['items'])} items are open"
+    verdict = f"Verdict: incomplete: {len(open_items)} of {len(doc['items'])} items are open"
+    assert _text(dom.by_id("verdict")) == verdict
     assert [_text(li).split(" ")[0] for li in dom.by_id("blocks").find_all("li")] == [i["id"] for i in open_items]
 
     # Every checklist item × every board, each status as the sign-off evaluated it.

@@ -181,7 +181,8 @@ def build_page(s: Signoff, *, home: Path, page_dir: Path, specs: Mapping[str, Me
                title: str | None = None, steps: Sequence[StepRow] | None = None) -> Page:
     """``steps``: the rows the steps section lists (default: the sign-off's latest rows);
     ``title``: the page's (default: the sign-off's)."""
-    home, page_dir = Path(home).resolve(), Path(page_dir).resolve()
+    # Lexical absolute paths, as a browser resolves a relative link against the page's own URL.
+    home, page_dir = Path(os.path.abspath(home)), Path(os.path.abspath(page_dir))
     decisions, manual, notes = [], [], {}
     anchors: dict[str, str] = {}
     index = {r.item.id: i for i, r in enumerate(s.items)}
