@@ -20,7 +20,7 @@ import pytest
 from browser_support import INSTALL, Node, dump_dom, needs_chromium, parse
 from conftest import Project, copy_example, git, ledger_of
 
-FILE_SECONDS = 40  # about how long this file takes here: it starts early (tests/conftest.py)
+FILE_SECONDS = 70  # about how long this file takes here: it starts early (tests/conftest.py)
 
 HOSTILE_SCRIPT = "<script>document.documentElement.setAttribute('data-pwned', 'note')</script>"
 HOSTILE_IMG = "<img src=x onerror=\"document.documentElement.setAttribute('data-pwned', 'img')\">"
@@ -41,7 +41,12 @@ def example(tmp_path_factory: pytest.TempPathFactory) -> Project:
     _ok(p.nox("host", "gate", "contract"))
     _ok(p.relgate("evidence", "accept", "--release", "0.2.0"))
     git(p.root, "tag", "v0.2.0")
-    (p.root / "README.md").write_text((p.root / "README.md").read_text() + "\nCandidate.\n")
+    # The candidate bumps the version its CLI reports: one evidence cell moves, on purpose.
+    for rel in ("include/tinyinfer.h", "tests/cli_contract.sh"):
+        (p.root / rel).write_text((p.root / rel).read_text().replace("0.3.0", "0.3.1"))
+    (p.manifests / "intentional.toml").write_text("".join(
+        f'[[change]]\nsuite = "{suite}"\narm = "cpu"\nkey = "version"\nreason = "the candidate is 0.3.1"\n'
+        for suite in ("cli", "kernels")))
     p.commit("candidate")
     _ok(p.nox("host", "gate", "contract"))
     _ok(p.nox("compare", extra=("--", "matvec", "scorer", "--previous", "v0.2.0")), 0, 1, 3)  # timings: any verdict
@@ -155,7 +160,10 @@ def test_the_c_examples_signoff_page_in_a_browser(example: Project) -> None:
         assert cells[9] == row["verdict"] and len(tr.find_all("svg", cls="bar")) == 1
     scorer = dom.by_id("quality")
     assert "first_match >= 19" in _text(scorer) and "previous release" in _text(scorer)
-    assert "11 identical, 0 moved, 0 only in base, 0 only in candidate" in _text(dom.by_id("evidence"))
+    evidence = _text(dom.by_id("evidence"))  # the diff summary, the moved cell, its intentional re-record
+    assert "9 identical, 2 moved, 0 only in base, 0 only in candidate; 2 intentional, 0 unexpected" in evidence
+    assert ("MOVED cli / cpu / version | tinyinfer 0.3.0 -> tinyinfer 0.3.1  [intentional: the candidate is 0.3.1]"
+            in dom.by_id("evidence").find_all("pre")[0].text())
 
     steps = _steps_rows(dom)
     kernels = next(li for li in steps if _name(li) == "kernels-cpu")

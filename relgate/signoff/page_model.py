@@ -22,6 +22,7 @@ from relgate.signoff.page_text import log_tail
 __all__ = ["StepView", "StepGroup", "Page", "build_page"]
 
 _GPU_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+EMBED_TOTAL = 32 * 2**20  # characters of log tails one page carries with --embed-logs
 
 
 @record
@@ -141,7 +142,22 @@ def _gpu(row: StepRow) -> str:
     return ", ".join(f"{k}={row.env[k]}" for k in _GPU_ENV if row.env.get(k))
 
 
-def _step(row: StepRow, home: Path, page_dir: Path, embed: bool) -> StepView:
+class _Budget:
+    """What ``--embed-logs`` may still put into one page (in characters): the tails stop there."""
+
+    def __init__(self, total: int) -> None:
+        self.left = total
+
+    def tail(self, path: Path) -> str:
+        if self.left <= 0:
+            return (f"[not embedded: the page's {EMBED_TOTAL // 2**20} MiB for log tails are spent; "
+                    "the link above opens the whole log]")
+        text = log_tail(path) or "[the log cannot be read]"
+        self.left -= len(text)
+        return text
+
+
+def _step(row: StepRow, home: Path, page_dir: Path, embed: _Budget | None) -> StepView:
     log, missing = _log(row, home, page_dir)
     return StepView(anchor=step_anchor(row.id), id=row.id, run=row.run_id, session=row.session, name=row.step,
                     lane=row.lane or "", host=row.host, board=board_key(row.board, row.host), driver=row.driver or "",
@@ -149,7 +165,7 @@ def _step(row: StepRow, home: Path, page_dir: Path, embed: bool) -> StepView:
                     duration="" if row.duration is None else f"{row.duration:.1f} s", verdict=row.verdict.value,
                     reason=row.reason or "", command=row.command, commit=row.commit_sha, dirty=row.dirty,
                     exit="" if row.exit_code is None else str(row.exit_code), log=log, log_missing=missing,
-                    tail=log_tail(home / row.log_path) if embed and log is not None and row.log_path else None)
+                    tail=embed.tail(home / row.log_path) if embed and log is not None and row.log_path else None)
 
 
 def _links(rows: Sequence[StepRow]) -> tuple[Link, ...]:
@@ -183,6 +199,7 @@ def build_page(s: Signoff, *, home: Path, page_dir: Path, specs: Mapping[str, Me
     ``title``: the page's (default: the sign-off's)."""
     # Lexical absolute paths, as a browser resolves a relative link against the page's own URL.
     home, page_dir = Path(os.path.abspath(home)), Path(os.path.abspath(page_dir))
+    budget = _Budget(EMBED_TOTAL) if embed_logs else None
     decisions, manual, notes = [], [], {}
     anchors: dict[str, str] = {}
     index = {r.item.id: i for i, r in enumerate(s.items)}
@@ -197,7 +214,7 @@ def build_page(s: Signoff, *, home: Path, page_dir: Path, specs: Mapping[str, Me
                                   anchor=anchors[r.item.id]))
         for d, step in r.runs:
             if step is not None:
-                manual.append(_step(step, home, page_dir, embed_logs))
+                manual.append(_step(step, home, page_dir, None))  # its tail is in the steps section
                 notes[step.id] = f"{r.item.id}, run by {d.by or 'a maintainer'}" + (f": {d.note}" if d.note else "")
     boards, rows = matrix(s, anchors)
     listed = list(s.steps if steps is None else steps)
@@ -208,7 +225,7 @@ def build_page(s: Signoff, *, home: Path, page_dir: Path, specs: Mapping[str, Me
             listed.append(st)
     listed.sort(key=lambda r: (r.session, r.host, board_key(r.board, r.host), r.driver or "", r.toolkit or "",
                                r.commit_sha, r.dirty, r.lane or "", r.step, r.id))
-    views = tuple(_step(r, home, page_dir, embed_logs) for r in listed)
+    views = tuple(_step(r, home, page_dir, budget) for r in listed)
     counted = [r for r in listed if s.candidate.counts(r.commit_sha, r.dirty)]
 
     def line(r: StepRow) -> Line:
