@@ -274,6 +274,12 @@ def test_report_pages_for_a_run_and_a_commit(example: Project, tmp_path: Path) -
     assert _text(dom.find_all("code", cls="commit")[0]) == previous
     assert "lane-census" in [_name(li) for li in _steps_rows(dom)]
 
+    for args, message in ((("--commit", "no-such-ref"), "--commit no-such-ref: names no commit"),
+                          (("--html", str(out)), f"{out}"),  # a folder: refused, naming it
+                          ((compare.id, "--commit", "HEAD"), "name a run or --commit, not both")):
+        done = example.relgate("report", *args, *(("--html", str(out / "x.html")) if "--html" not in args else ()))
+        assert done.returncode == 2 and "Traceback" not in done.stderr and message in done.stderr, done.stderr
+        assert done.stderr.strip().count("\n") == 0 and not (out / "x.html").exists()
     bad = example.relgate("report", "no-such-run", "--html", str(out / "bad.html"))
     assert bad.returncode == 2 and "Traceback" not in bad.stderr and not (out / "bad.html").exists()
     assert bad.stderr.strip().count("\n") == 0 and "report no-such-run: names no run" in bad.stderr
@@ -331,6 +337,29 @@ def test_a_hostile_note_step_name_and_log_render_as_text(tinyinfer: Project, tmp
     matrix_rows = [tr for tr in dom.by_id("matrix").find_all("tr") if "data-item" in tr.attrs]
     assert all(sum(int(td.attrs.get("colspan", "1")) for td in tr.find_all("td")) == 5 for tr in matrix_rows)
     assert re.search(r"script-src 'sha256-[A-Za-z0-9+/=]+'", dom.find_all("meta")[1].attrs["content"])
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("plain <b>&</b>", "plain <b>&</b>"),  # markup is the template's to escape, not this
+    ("\x1b[31mred\x1b[0m", "␛[31mred␛[0m"),
+    ("a\rb\x00c\x7fd\x9be", "a␍b␀c␡d⟨U+009B⟩e"),
+    ("tab\tand\nnewline", "tab\tand\nnewline"),
+    ("admin\u202e\u2066txt.exe", "admin⟨U+202E⟩⟨U+2066⟩txt.exe"),  # reordering controls shown, not obeyed
+    ("x" * 2001, "x" * 2000 + " … (1 more characters on this line)"),
+    ("", ""),
+    (None, ""),
+])
+def test_inert_text_shows_controls_and_caps_lines(text: str | None, shown: str) -> None:
+    from relgate.signoff.page_text import inert
+
+    assert inert(text) == shown
+
+
+def test_inert_text_caps_the_whole_and_says_so() -> None:
+    from relgate.signoff.page_text import inert
+
+    out = inert("line\n" * 10_000_000)
+    assert len(out) < 21_000 and out.endswith(" … (49,980,000 more characters not shown)")
 
 
 def test_chromium_install_line_is_the_ci_one() -> None:
