@@ -94,11 +94,18 @@ def _cells(r: ItemResult, boards: Sequence[str], scope: Sequence[str], s: Signof
     if kind == "measure" and arg in s.comparisons:
         comp, index = s.comparisons[arg], measures[arg]
         here = {b.board: (j, b.verdict) for j, b in enumerate(comp.boards)}
+        if not set(here) & set(boards):  # compared on no board of the release's: one cell, every board's link
+            return (Cell(status=r.status, span=span, links=tuple(
+                Link(href=f"#{measure_anchor(index, j)}", label=f"{arg} on {b}") for b, (j, _) in here.items())),)
         return tuple(Cell(status=_measure_status(here[board][1]),
                           links=(Link(href=f"#{measure_anchor(index, here[board][0])}", label=arg or "measure"),))
                      if board in here else Cell(status="missing" if board in scope else "") for board in boards)
     if kind == "quality" and arg in s.quality:
         rep, index = s.quality[arg], qualities[arg]
+        if not {b.board for b in rep.boards} & set(boards):
+            return (Cell(status=r.status, span=span, links=tuple(
+                Link(href=f"#{quality_anchor(index, j)}", label=f"{arg} on {b.board}")
+                for j, b in enumerate(rep.boards))),)
         out = []
         for board in boards:
             j = next((j for j, b in enumerate(rep.boards) if b.board == board), None)
