@@ -7,7 +7,7 @@
     nox -s package_verify         build the package from the commit, extract, inspect, test offline
     nox -s publish_dry_run        rehearse the publish (locked dry run / local index upload)
     nox -s compare -- --previous REF   previous release against the candidate, interleaved
-    nox -s signoff                the checklist for the candidate: signoff.md, signoff.json, changelog
+    nox -s signoff                the checklist for the candidate: signoff.md/.html/.json, changelog
     nox -s tag                    the release tag, only for a complete sign-off
     nox -l                        every session, with what it does
 

@@ -36,6 +36,7 @@ RUNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("evidence_memory", "evidence_memory.py", ()),
     ("output_memory", "output_memory.py", ()),
     ("signoff", "signoff.py", ()),
+    ("signoff_page", "signoff_page.py", ()),
     ("host_vs_shell", "host_vs_shell.py", ()),
     ("reuse", "reuse.py", ()),
     ("compare_stats", "compare_stats.py", ()),

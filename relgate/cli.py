@@ -39,7 +39,7 @@ class _Only:
 
 _VALUED = ("--workspace", "--manifests", "--hosts", "--home")  # the global options that take a value
 _COMMAND_NAMES = frozenset({"check", "host", "census", "lane", "package-verify", "publish-dry-run", "status",
-                           "evidence", "measure", "compare", "attest", "skip", "run", "signoff", "tag",
+                           "evidence", "measure", "compare", "attest", "skip", "run", "signoff", "report", "tag",
                            "verify-signoff", "init", "schema"})
 
 

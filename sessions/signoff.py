@@ -2,7 +2,7 @@
 
     nox -s compare -- [NAME …] [--previous REF] [--board B] [--all]   measure, then previous vs candidate
     nox -s compare -- --aa NAME                                    the candidate against itself: noise floor
-    nox -s signoff -- [--out DIR] [--changelog]              evaluate the checklist, write the report
+    nox -s signoff -- [--out DIR] [--changelog] [--embed-logs]   evaluate the checklist, write the report and page
     nox -s tag -- [--out DIR] [--key SSH_KEY]                 the annotated tag, for a complete sign-off
 """
 
@@ -36,7 +36,7 @@ def compare(session: nox.Session) -> None:
 
 @nox.session(python=False, tags=["signoff"])
 def signoff(session: nox.Session) -> None:
-    """Sign-off: every checklist item for the candidate; writes signoff.md, signoff.json and the changelog section."""
+    """Sign-off: every checklist item for the candidate; signoff.md, signoff.html, signoff.json, changelog section."""
     _cli(session, "signoff")
 
 

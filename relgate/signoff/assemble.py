@@ -29,6 +29,7 @@ class Signoff:
     quality: dict[str, QualityReport]
     evidence_steps: tuple[StepRow, ...]  # the latest evidence check of each board
     not_run: tuple[StepRow, ...]  # the latest clean rows that did not run (not-run, skip), per step
+    steps: tuple[StepRow, ...] = ()  # the latest row of each step per host, board, commit and tree state
 
     @property
     def complete(self) -> bool:
@@ -78,4 +79,5 @@ def assemble(ws: Workspace, ledger: Ledger, facts: GitFacts, checklist: Checklis
     not_run = tuple(r for r in latest.values() if r.verdict in (Verdict.NOT_RUN, Verdict.SKIP))
     return Signoff(project=ws.project.name, version=checklist.release.version, checklist=checklist, candidate=candidate,
                    items=items, comparisons=comparisons, quality=quality,
-                   evidence_steps=tuple(ev_latest[b] for b in sorted(ev_latest)), not_run=not_run)
+                   evidence_steps=tuple(ev_latest[b] for b in sorted(ev_latest)), not_run=not_run,
+                   steps=tuple(steps))

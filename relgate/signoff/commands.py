@@ -1,5 +1,5 @@
 """The sign-off's command-line commands (``relgate measure add|compare``, ``attest``, ``skip``,
-``run``, ``signoff``, ``tag``, ``compare``, ``verify-signoff``), registered by the CLI."""
+``run``, ``signoff``, ``report``, ``tag``, ``compare``, ``verify-signoff``), registered by the CLI."""
 
 from __future__ import annotations
 
@@ -74,6 +74,12 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
                                         "changelog section (same as nox -s signoff)")
     so.add_argument("--out", type=Path, metavar="DIR", help="where to write (default: HOME/signoff)")
     so.add_argument("--changelog", action="store_true", help="also put the section into the project's changelog")
+    so.add_argument("--embed-logs", action="store_true", help="signoff.html carries each step's log tail (capped)")
+    rp = sub.add_parser("report", help="the sign-off's HTML page for a run or a commit (default: HEAD)")
+    rp.add_argument("run", nargs="?", metavar="RUN", help="a run id (or a unique prefix): that run's steps")
+    rp.add_argument("--commit", metavar="SHA", help="a commit (a sha, short or full, or a ref) instead of HEAD")
+    rp.add_argument("--html", type=Path, required=True, metavar="FILE", help="the page to write")
+    rp.add_argument("--embed-logs", action="store_true", help="the page carries each step's log tail (capped)")
     tg = sub.add_parser("tag", help="create the annotated tag v{version} for a complete sign-off (nox -s tag)")
     tg.add_argument("--out", type=Path, metavar="DIR", help="the sign-off folder (default: HOME/signoff)")
     tg.add_argument("--key", type=Path, help="SSH private key to sign with (default: $RELGATE_SIGNING_KEY)")
@@ -135,10 +141,17 @@ def _signoff(args: argparse.Namespace, load: Loader) -> int:
     from relgate.signoff.stage import run_signoff, write_changelog
 
     ws = load(args)
-    result = run_signoff(ws, out_dir=args.out)
+    result = run_signoff(ws, out_dir=args.out, embed_logs=args.embed_logs)
     if args.changelog:
         write_changelog(ws, result)
     return 0 if result.complete else 1
+
+
+def _report(args: argparse.Namespace, load: Loader) -> int:
+    from relgate.signoff.page_report import write_report
+
+    write_report(load(args), args.html, run=args.run, commit=args.commit, embed_logs=args.embed_logs)
+    return 0
 
 
 def _tag(args: argparse.Namespace, load: Loader) -> int:
@@ -156,4 +169,4 @@ def _verify(args: argparse.Namespace, load: Loader) -> int:
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Loader], int]] = {
     "measure": _measure, "compare": _compare, "attest": _attest, "skip": _skip, "run": _run,
-    "signoff": _signoff, "tag": _tag, "verify-signoff": _verify}
+    "signoff": _signoff, "report": _report, "tag": _tag, "verify-signoff": _verify}

@@ -29,7 +29,7 @@ __all__ = ["SignoffResult", "FILES", "run_signoff", "default_out", "write_change
 _TITLE = "### Measurements and verification"  # relgate.signoff.report.SECTION_TITLE (not imported: a re-run
 # with nothing new must not pay for the renderer)
 
-FILES = ("signoff.md", "signoff.json", "changelog-section.md")
+FILES = ("signoff.md", "signoff.json", "changelog-section.md", "signoff.html")
 _STATE = ".signoff-state.json"
 
 
@@ -72,7 +72,9 @@ def _checklist(ws: Workspace):  # type: ignore[no-untyped-def]
     return ws.checklist
 
 
-def run_signoff(ws: Workspace, *, out_dir: Path | None = None, out: TextIO = sys.stdout) -> SignoffResult:
+def run_signoff(ws: Workspace, *, out_dir: Path | None = None, out: TextIO = sys.stdout,
+                embed_logs: bool = False) -> SignoffResult:
+    """``embed_logs``: ``signoff.html`` carries each step's log tail (size-capped)."""
     checklist = _checklist(ws)
     out_dir = Path(out_dir) if out_dir is not None else default_out(ws)
     git = start_git_facts(ws.project.root)  # the gits run while the ledger is opened and read
@@ -80,7 +82,8 @@ def run_signoff(ws: Workspace, *, out_dir: Path | None = None, out: TextIO = sys
     with Ledger.open(ws.home) as ledger:
         fingerprint, manifests = list(ledger.fingerprint()), _manifest_digest(ws)
         facts = facts or git()
-        state = {"fingerprint": fingerprint, "head": facts.commit, "dirty": facts.dirty, "manifests": manifests}
+        state = {"fingerprint": fingerprint, "head": facts.commit, "dirty": facts.dirty, "manifests": manifests,
+                 "page": {"embed_logs": embed_logs, "out": str(out_dir.resolve())}}
         previous = _read_state(out_dir)
         if previous is not None and previous.get("state") == state and _files_match(out_dir, previous["files"]):
             print(f"sign-off for {facts.commit[:12]}: nothing new; {display_path(out_dir)} is up to date", file=out)
@@ -94,12 +97,14 @@ def run_signoff(ws: Workspace, *, out_dir: Path | None = None, out: TextIO = sys
     keys = {}
     if ws.measurements is not None:
         keys = {n: m.key for n, m in {**ws.measurements.measures, **ws.measurements.quality}.items()}
+    from relgate.signoff.page_report import page_html
     from relgate.signoff.plots import render_plots
 
     pictures = render_plots(s.comparisons, keys)
     files = {"signoff.md": render_markdown(s, keys, {k: v[0] for k, v in pictures.items()}).encode(),
              "signoff.json": render_json(s, keys).encode(),
              "changelog-section.md": render_changelog_section(s, keys).encode(),
+             "signoff.html": page_html(ws, s, keys, page_dir=out_dir, embed_logs=embed_logs).encode(),
              **{name: data for name, data in pictures.values()}}
     for name, data in files.items():
         target = out_dir / name
@@ -121,8 +126,9 @@ def _print(s: Signoff, out_dir: Path, out: TextIO) -> None:
     verdict = "complete" if s.complete else f"incomplete ({len(s.open_items)} open"
     verdict += "" if s.complete else (", dirty tree)" if s.candidate.dirty else ")")
     print(f"sign-off of {s.project} {s.version} at {s.candidate.commit[:12]}: {verdict}", file=out)
-    print(f"wrote {display_path(out_dir / 'signoff.md')}, {display_path(out_dir / 'signoff.json')}, "
-          f"{display_path(out_dir / 'changelog-section.md')}", file=out)
+    print(f"wrote {display_path(out_dir / 'signoff.md')}, {display_path(out_dir / 'signoff.html')}, "
+          f"{display_path(out_dir / 'signoff.json')}, {display_path(out_dir / 'changelog-section.md')}", file=out)
+
 
 
 def _read_state(out_dir: Path) -> dict | None:
