@@ -141,9 +141,12 @@ def _interval(prev: Sequence[float], cand: Sequence[float], c: int) -> tuple[flo
 
 
 def _judge(spec: MeasureSpec, direction: str,
-           steps: Sequence[tuple[Sequence[float], Sequence[float], Sequence[float]]], bound: Bound) -> _Judged:
+           steps: Sequence[tuple[Sequence[float], Sequence[float], Sequence[float]]], bound: Bound,
+           endpoints: bool = True) -> _Judged:
     """The verdict and its reason, the interval (ratio, low, high) it came from, the batches
-    and runs behind it and the interval's own confidence (0: no interval)."""
+    and runs behind it and the interval's own confidence (0: no interval). The verdict comes
+    from counting differences beyond the thresholds; ``endpoints=False`` skips sorting them
+    for the interval's ends (simulations: the same verdicts, no interval shown)."""
     r, b, floor = spec.rerun_above, spec.block_above, spec.confidence
     if direction == "equal":
         before = set().union(*(set(p) for p, _, _ in steps))
@@ -191,10 +194,12 @@ def _judge(spec: MeasureSpec, direction: str,
         last = (j, c)
         if verdict is None:
             continue
-        shift = hl_ratio(xs, ys, logs, c)
-        lo, hi = _wrong(higher, shift)
         why = {PASS: f"within {r:.0%}", BLOCK: f"beyond {b:.0%}", SLOWER: f"between {r:.0%} and {b:.0%}"}[verdict]
         conf = _achieved(runs[0], runs[1], c)
+        if not endpoints:
+            return verdict, f"{why} ({percent(conf)}, {runs[0]} against {runs[1]} runs)", None, j + 1, runs, conf
+        shift = hl_ratio(xs, ys, logs, c)
+        lo, hi = _wrong(higher, shift)
         return (verdict, f"{_pct(lo)} … {_pct(hi)} the wrong way ({percent(conf)}, {runs[0]} against {runs[1]} runs): "
                 f"{why}", shift, j + 1, runs, conf)
     n = len(steps)
@@ -208,6 +213,8 @@ def _judge(spec: MeasureSpec, direction: str,
         what = (f"{final:.1%} the wrong way, above {r:.0%}" if n == 1 else
                 f"the batches disagree ({', '.join(f'{m:.1%}' for m in point_moves)} the wrong way): "
                 "an unconfirmed rerun is no pass")
+    elif not endpoints:
+        note, what, conf = "", "straddles a threshold", _achieved(runs[0], runs[1], last[1])
     else:
         j, c = last
         shift = _interval(steps[j][0], steps[j][1], c)
@@ -396,7 +403,7 @@ def row_tests(spec: MeasureSpec, previous: Sequence[Samples]) -> int:
 
 def compare_samples(spec: MeasureSpec, board: str, previous: Sequence[Samples], candidates: Sequence[Samples],
                     *, previous_for: Callable[[int], Sequence[Samples]] | None = None,
-                    bound: Bound | None = None) -> tuple[MetricResult, ...]:
+                    bound: Bound | None = None, endpoints: bool = True) -> tuple[MetricResult, ...]:
     """Every row and metric of the previous side judged against the candidate's batches,
     pooled batch by batch (``previous_for(j)``: the previous batches pooled at step j), each
     look at the confidence ``bound`` gives it (default: the board's rows, no suite)."""
@@ -407,7 +414,7 @@ def compare_samples(spec: MeasureSpec, board: str, previous: Sequence[Samples], 
         keys.update(dict.fromkeys(p.values))
     bound = bound or single_bound(spec, row_tests(spec, previous))
     # Each row is judged on its own: big batches are judged on every core (rows in order).
-    judged = map_chunks(lambda chunk: _judge_rows(spec, cands, pools, chunk, bound), list(keys),
+    judged = map_chunks(lambda chunk: _judge_rows(spec, cands, pools, chunk, bound, endpoints), list(keys),
                         min_per_worker=max(1, _JUDGED_PER_WORKER // max(1, len(spec.metrics))))
     return tuple(MetricResult(key=key, metric=metric, direction=direction, previous=prev_median, candidates=seen,
                               ratio=ratio, verdict=verdict, reason=reason, low=low, high=high, runs=runs,
@@ -422,7 +429,7 @@ _JUDGED_PER_WORKER = 2000
 
 
 def _judge_rows(spec: MeasureSpec, cands: Sequence[Samples], pools: Sequence[Sequence[Samples]],
-                keys: Sequence[Key], bound: Bound) -> list[tuple[Any, ...]]:
+                keys: Sequence[Key], bound: Bound, endpoints: bool = True) -> list[tuple[Any, ...]]:
     """Every metric of ``keys`` judged: :class:`MetricResult`'s fields in order, as tuples
     (they come back from a child process ten times faster than records)."""
     results: list[tuple[Any, ...]] = []
@@ -444,15 +451,15 @@ def _judge_rows(spec: MeasureSpec, cands: Sequence[Samples], pools: Sequence[Seq
                 steps.append((prev, pooled, mine))
             if not steps:
                 continue
-            results.append((key, metric, direction, *result_fields(spec, direction, steps, bound)))
+            results.append((key, metric, direction, *result_fields(spec, direction, steps, bound, endpoints)))
     return results
 
 
 def result_fields(spec: MeasureSpec, direction: str,
                   steps: Sequence[tuple[Sequence[float], Sequence[float], Sequence[float]]],
-                  bound: Bound) -> tuple[Any, ...]:
+                  bound: Bound, endpoints: bool = True) -> tuple[Any, ...]:
     """:class:`MetricResult`'s fields after ``direction``, judged from ``steps``."""
-    verdict, reason, shift, batches, runs, conf = _judge(spec, direction, steps, bound)
+    verdict, reason, shift, batches, runs, conf = _judge(spec, direction, steps, bound, endpoints)
     prev_median = _median(steps[batches - 1][0])
     seen = tuple(_median(s[2]) for s in steps[:batches])
     if shift is not None:
@@ -463,7 +470,8 @@ def result_fields(spec: MeasureSpec, direction: str,
 
 
 def judge_board(spec: MeasureSpec, board: str, previous: Sequence[Samples], candidates: Sequence[Samples], *,
-                previous_for: Callable[[int], Sequence[Samples]] | None = None) -> dict[str, Any]:
+                previous_for: Callable[[int], Sequence[Samples]] | None = None, endpoints: bool = True
+                ) -> dict[str, Any]:
     """The rows and the suite of a board under its false-alarm bound: the fields of
     :class:`BoardComparison` they fill (``results``, ``suite``, ``suite_rows``, ``bound``, ``suite_bound``)."""
     cands = list(candidates[: spec.max_batches])
@@ -477,7 +485,8 @@ def judge_board(spec: MeasureSpec, board: str, previous: Sequence[Samples], cand
             if rows:
                 suites[metric] = rows
     bound, suite_bound = board_bounds(spec.false_alarm, row_tests(spec, previous), len(suites), spec.max_batches)
-    results = compare_samples(spec, board, previous, cands, previous_for=previous_for, bound=bound)
+    results = compare_samples(spec, board, previous, cands, previous_for=previous_for, bound=bound,
+                              endpoints=endpoints)
     suite = []
     for metric, rows in suites.items():
         ref = references(first[0], metric, rows)
@@ -495,7 +504,7 @@ def judge_board(spec: MeasureSpec, board: str, previous: Sequence[Samples], cand
             pooled = [*pooled, *mine]
             steps.append(([v for p in pools[j] for v in of(p)], pooled, mine))
         direction = spec.metrics[metric]
-        fields = result_fields(spec, direction, steps, suite_bound)  # type: ignore[arg-type]
+        fields = result_fields(spec, direction, steps, suite_bound, endpoints)  # type: ignore[arg-type]
         suite.append(MetricResult(key=SUITE_KEY, metric=metric, direction=direction, previous=fields[0],
                                   candidates=fields[1], ratio=fields[2], verdict=fields[3], reason=fields[4],
                                   low=fields[5], high=fields[6], runs=fields[7], batches=fields[8],

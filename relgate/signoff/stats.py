@@ -23,6 +23,7 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from functools import lru_cache
 from itertools import repeat
+from operator import sub
 from statistics import NormalDist
 
 from relgate.core.record import record
@@ -145,7 +146,7 @@ def runs_to_resolve(runs: int, half_width: float, target: float) -> int:
 def count_above(xs: Sequence[float], ys: Sequence[float], t: float) -> int:
     """How many of the ``m·n`` differences ``y - x`` exceed ``t`` (``xs`` sorted): one bisect
     per ``y``, no list of differences."""
-    return sum(map(bisect_left, repeat(xs), [y - t for y in ys]))
+    return sum(map(bisect_left, repeat(xs), map(sub, ys, repeat(t))))
 
 
 def _threshold(move: float, logs: bool, higher: bool) -> float:
@@ -175,9 +176,9 @@ def decide(xs: Sequence[float], ys: Sequence[float], c: int, rerun_at: float, bl
     above_r = count_above(xs, ys, rerun_at)
     if above_r <= c:
         return "pass"
+    if total - above_r > c:  # the lower end is within rerun_at: neither slower nor block
+        return None
     above_b = above_r if block_at == rerun_at else count_above(xs, ys, block_at)
     if total - above_b <= c:
         return "block"
-    if total - above_r <= c and above_b <= c:
-        return "slower"
-    return None
+    return "slower" if above_b <= c else None

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from operator import add
 from typing import Protocol
 
 __all__ = ["Batch", "suite_rows", "suite_runs", "references", "SUITE_KEY"]
@@ -47,12 +48,12 @@ def suite_rows(metric: str, batches: Sequence[Batch]) -> list[Key]:
 def suite_runs(batch: Batch, metric: str, rows: Sequence[Key], reference: Mapping[Key, float]) -> list[float]:
     """One value per counted run of ``batch``: the geometric mean over ``rows`` against ``reference``."""
     sums = [0.0] * batch.counted
+    log = math.log
     for key in rows:
-        ref = reference[key]
-        for i, v in enumerate(batch.values[key][metric]):
-            sums[i] += math.log(v) - ref
+        sums = list(map(add, sums, map(log, batch.values[key][metric])))
     n = len(rows)
-    return [math.exp(total / n) for total in sums]
+    base = math.fsum(reference[key] for key in rows)
+    return [math.exp((total - base) / n) for total in sums]
 
 
 def references(batch: Batch, metric: str, rows: Sequence[Key]) -> dict[Key, float]:
