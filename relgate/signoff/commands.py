@@ -38,7 +38,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     side.add_argument("--candidate", action="store_true", help="rows of this project's current commit")
     add.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata of every row")
     cmp_ = msub.add_parser("compare", help="previous release against the candidate, per board "
-                                           "(exit 0 fine, 1 blocks, 3 rerun needed, 2 bad input)")
+                                           "(exit 0 fine, 1 blocks, 3 rerun needed, 4 undecided, 2 bad input)")
     cmp_.add_argument("names", nargs="+", metavar="NAME")
     cmp_.add_argument("--board", help="only this board")
     cmp_.add_argument("--all", action="store_true", help="every row, not only those that do not pass")

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from relgate.core.forked import map_chunks
@@ -35,6 +36,7 @@ from relgate.core.record import record
 from relgate.ledger.store import BatchRow, Ledger
 from relgate.manifest.measures import MeasureSpec
 from relgate.signoff.bound import Bound, board_bounds, percent
+from relgate.signoff.power import sigma_of_runs
 from relgate.signoff.suite import SUITE_KEY, references, suite_rows, suite_runs
 from relgate.signoff.stats import Shift, _achieved, _logs_or_scaled, critical, decide, hl_ratio, wrong_way_samples
 
@@ -268,7 +270,7 @@ class MetricResult:
 
     def interval_text(self) -> str:
         if self.low is None or self.high is None:
-            return "point" if self.direction != "equal" else "-"
+            return "point" if self.direction != "equal" and "point estimate" in self.reason else "-"
         return f"{self.low:.3f}–{self.high:.3f}"
 
 
@@ -312,6 +314,9 @@ class BoardComparison:
     suite_rows: int = 0  # rows in the suite
     bound: Bound | None = None  # the rows' share of the false-alarm bound
     suite_bound: Bound | None = None  # the suite's share
+    row_sigma: float | None = None  # run-to-run noise (σ of the logs) of a typical row: the median row's
+    suite_sigma: float | None = None  # … of the suite's per-run values (the largest over metrics)
+    run_seconds: float | None = None  # the median time of one measuring run (None: not measured here)
 
     @property
     def verdict(self) -> str:
@@ -488,6 +493,7 @@ def judge_board(spec: MeasureSpec, board: str, previous: Sequence[Samples], cand
     results = compare_samples(spec, board, previous, cands, previous_for=previous_for, bound=bound,
                               endpoints=endpoints)
     suite = []
+    suite_sigmas: list[float] = []
     for metric, rows in suites.items():
         ref = references(first[0], metric, rows)
         runs: dict[int, list[float]] = {}
@@ -504,13 +510,39 @@ def judge_board(spec: MeasureSpec, board: str, previous: Sequence[Samples], cand
             pooled = [*pooled, *mine]
             steps.append(([v for p in pools[j] for v in of(p)], pooled, mine))
         direction = spec.metrics[metric]
+        got = sigma_of_runs([of(x) for x in every])
+        if got is not None:
+            suite_sigmas.append(got)
         fields = result_fields(spec, direction, steps, suite_bound, endpoints)  # type: ignore[arg-type]
         suite.append(MetricResult(key=SUITE_KEY, metric=metric, direction=direction, previous=fields[0],
                                   candidates=fields[1], ratio=fields[2], verdict=fields[3], reason=fields[4],
                                   low=fields[5], high=fields[6], runs=fields[7], batches=fields[8],
                                   confidence=fields[9]))
     return dict(results=results, suite=tuple(suite), suite_rows=max((len(r) for r in suites.values()), default=0),
-                bound=bound, suite_bound=suite_bound)
+                bound=bound, suite_bound=suite_bound, row_sigma=_row_sigma(spec, every),
+                suite_sigma=max(suite_sigmas, default=None))
+
+
+#: Rows sampled (evenly) for a board's typical noise: the median of this many rows' σ.
+_SIGMA_ROWS = 256
+
+
+def _row_sigma(spec: MeasureSpec, batches: Sequence[Samples]) -> float | None:
+    """The median over rows × metrics (``_SIGMA_ROWS`` of them, evenly spaced) of each row's
+    run-to-run σ within its batches."""
+    if not batches:
+        return None
+    keys = list(batches[0].values)
+    step = max(1, len(keys) // _SIGMA_ROWS)
+    found = []
+    for key in keys[::step]:
+        for metric, direction in spec.metrics.items():
+            if direction == "equal":
+                continue
+            s = sigma_of_runs([b.values.get(key, {}).get(metric, ()) for b in batches])
+            if s is not None:
+                found.append(s)
+    return statistics.median(found) if found else None
 
 
 def compare_board(ledger: Ledger, spec: MeasureSpec, board: str, previous: Sequence[BatchRow],
@@ -545,6 +577,17 @@ def compare_board(ledger: Ledger, spec: MeasureSpec, board: str, previous: Seque
     return BoardComparison(candidates=used, **judged, **common)
 
 
+def run_seconds(ledger: Ledger, spec: MeasureSpec, batches: Sequence[BatchRow]) -> float | None:
+    """The median time of one measuring run of ``batches`` (the steps of the runs that measured
+    them: ``NAME#i``, ``NAME@REF#i``); ``None`` for batches added from files."""
+    times = []
+    for run in dict.fromkeys(b.run_id for b in batches if b.run_id):
+        for step in ledger.steps(run_id=run):
+            if step.step.partition("@")[0].partition("#")[0] == spec.name and step.duration is not None:
+                times.append(step.duration)
+    return statistics.median(times) if times else None
+
+
 def compare(ledger: Ledger, spec: MeasureSpec, *, project: str, counts: Callable[[str | None, bool], bool], boards: Sequence[str] = (),
             previous_release: str | None = None, exclude_release: str | None = None) -> Comparison:
     """Every board (or ``boards``): the previous release's batches (pooled) against the
@@ -563,5 +606,6 @@ def compare(ledger: Ledger, spec: MeasureSpec, *, project: str, counts: Callable
         candidates = [b for b in mine if b.side == "candidate" and counts(b.commit_sha, b.dirty)]
         floor = [b for b in floors if b.board == board]
         noise = noise_of(ledger, floor[-1]) if floor else None
-        out.append(compare_board(ledger, spec, board, previous, candidates, noise))
+        comp = compare_board(ledger, spec, board, previous, candidates, noise)
+        out.append(replace(comp, run_seconds=run_seconds(ledger, spec, comp.candidates)))
     return Comparison(measure=spec.name, boards=tuple(out))

@@ -1,6 +1,7 @@
 """``relgate measure compare`` and ``nox -s compare``: the comparison printed per board (the
-rows that do not pass and one summary line; ``--all``: every row), and its exit status (0
-nothing blocks or needs a rerun, 1 something blocks or stays undecided, 3 a rerun is needed)."""
+suite first, the rows that do not pass and one summary line; ``--all``: every row), and its exit
+status (0 nothing blocks, needs a rerun or stays undecided; 1 something blocks; 3 a rerun is
+needed; 4 a board stays undecided after max_batches: open, not a regression)."""
 
 from __future__ import annotations
 

@@ -161,9 +161,9 @@ def _threshold(move: float, logs: bool, higher: bool) -> float:
 def wrong_way_samples(xs: list[float], ys: list[float], logs: bool, higher: bool, rerun_above: float,
                       block_above: float) -> tuple[list[float], list[float], float, float]:
     """Sorted samples (:func:`_logs_or_scaled`) turned so that a difference ``y - x`` is the move
-    the wrong way (a "higher is better" metric: negated and swapped), with the two thresholds."""
+    the wrong way (a "higher is better" metric: the sides swapped, ``x - y``), with the two thresholds."""
     if higher:
-        xs, ys = [-y for y in reversed(ys)], [-x for x in reversed(xs)]
+        xs, ys = ys, xs
     return xs, ys, _threshold(rerun_above, logs, higher), _threshold(block_above, logs, higher)
 
 
