@@ -23,9 +23,11 @@ side) have no interval and are outside it; the output says so.
 
 from __future__ import annotations
 
+import math
+
 from relgate.core.record import record
 
-__all__ = ["SUITE_SHARE", "Bound", "board_bounds"]
+__all__ = ["SUITE_SHARE", "Bound", "board_bounds", "percent"]
 
 SUITE_SHARE = 0.8  # of the board's budget, for the suite (when the board has one)
 
@@ -64,9 +66,8 @@ def board_bounds(false_alarm: float, row_tests: int, suite_tests: int, looks: in
 
 
 def percent(confidence: float) -> str:
-    """``99.9961%``: enough digits that the confidence is not printed as 100 %."""
-    miss = 1.0 - confidence
-    digits = 0
-    while digits < 8 and round(miss * 100, digits) == 0:
-        digits += 1
-    return f"{confidence * 100:.{digits + 1 if digits else 0}f}%"
+    """``99.9961%``: enough digits that the miss shows (a confidence is never printed as 100 %)."""
+    miss = (1.0 - confidence) * 100
+    if miss >= 1 or miss <= 0:
+        return f"{confidence * 100:.0f}%"
+    return f"{confidence * 100:.{math.ceil(-math.log10(miss)) + 1}f}%"
