@@ -359,7 +359,8 @@ MEASUREMENTS = FileSpec(
                 rules=(at_least(0), Rule(kind="exclusiveMaximum", value=10, text="below 10"),
                        text_rule("not below rerun_above"))),
             key("args", "strings", "arguments after `--`", default=[]),
-            key("confidence", "number", "the confidence of the ratio's interval", default=0.95,
+            key("confidence", "number", "the least confidence of the ratio's interval (the false-alarm bound asks for "
+                "more; the A/A noise floor is stated at this)", default=0.95,
                 rules=(at_least(0.5), Rule(kind="exclusiveMaximum", value=1, text="below 1"))),
             key("max_batches", "integer", "batches pooled before a row that still straddles a threshold is "
                 "undecided", default=4, rules=(at_least(1),)),

@@ -13,7 +13,7 @@ and the policy that compares the previous release with the candidate.
     warmup = 1                            # … the first ones discarded
     rerun_above = 0.05                    # the ratio's interval wholly within: pass; wholly beyond: slower
     block_above = 0.10                    # … wholly beyond this: block; straddling: another batch, pooled
-    confidence = 0.95                     # the interval's confidence
+    confidence = 0.95                     # the least confidence of an interval (the bound asks for more)
     max_batches = 4                       # still straddling after this many batches: undecided
 
     [quality.scorer]
