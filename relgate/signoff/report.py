@@ -209,7 +209,11 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
                 "ratio candidate / previous gets a confidence interval (Hodges–Lehmann with the Mann–Whitney "
                 "interval). Wholly within the rerun threshold it passes; wholly beyond it, slower; wholly beyond "
                 "the block threshold, it blocks; straddling a threshold, another batch is pooled with the earlier "
-                "ones, and after max_batches the row is undecided (open). Too few runs for an interval: the "
+                "ones, and after max_batches the row is undecided (open). Each interval's confidence comes from "
+                "the board's false-alarm bound (identical code gets any slower or block with chance at most "
+                "false_alarm, rows, suite and batches together); the suite (per metric, the geometric mean over "
+                "rows of each run's ratio) is judged the same way, and the board's verdict is the suite's, made "
+                "worse by any row confidently slower or blocked. Too few runs for an interval: the "
                 "point estimate, as the reason says.", ""]
         for name, comp in sorted(s.comparisons.items()):
             for b in comp.boards:
