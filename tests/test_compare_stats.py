@@ -2,17 +2,19 @@
 
 Every comparison runs the whole policy: a batch of ``RUNS`` runs a side (both sides measured
 again per batch, as ``nox -s compare -- --previous REF`` does), judged on the pool; another
-batch while a row straddles a threshold, at most ``max_batches`` (4).
+batch while a row straddles a threshold, at most ``max_batches`` (4). ``judge`` of one row
+holds the false-alarm bound of a board of one row (1 % over its four looks; a board of many
+rows and its suite: tests/test_speed_bound.py).
 
 What the figures can be: at 10 % CV and 15 runs a side the 95 % interval of the ratio is about
 ±7 % wide at one batch and ±3.7 % at four (the Hodges–Lehmann shift's standard error is
-σ·√(π/3)·√(2/n)). That is wider than the 1 % between a 6 % regression and the 5 % threshold,
-and wider than the 2 % between 12 % and the 10 % block threshold, so at 10 % CV no estimator
-can call a true 6 % regression "beyond 5 %", or a true 12 % "beyond 10 %", in nine of ten
-comparisons: P(an unbiased estimate > 10 % | 12 %) is 0.83 even at 60 runs a side. The tests at
-10 % CV assert what must hold there (identical code never slower or blocked, a regression
-never passed off as a pass more than rarely); the power figures are asserted at 1 % CV, where
-the intervals are narrow enough (the CUDA kernels' A/A floor on the H200 is 0.2–0.5 %).
+σ·√(π/3)·√(2/n)); at the bound's 99 %+ it is wider still. That is wider than the 1 % between a
+6 % regression and the 5 % threshold, and wider than the 2 % between 12 % and the 10 % block
+threshold, so at 10 % CV no row can call a true 6 % regression "beyond 5 %", or a true 12 %
+"beyond 10 %", in nine of ten comparisons (a board's suite can: tests/test_speed_bound.py). The
+tests at 10 % CV assert what must hold there (identical code never slower or blocked, a
+regression never passed off as a pass); the power figures are asserted at 1 % CV, where the
+intervals are narrow enough (the CUDA kernels' A/A floor on the H200 is 0.2–0.5 %).
 """
 
 from __future__ import annotations

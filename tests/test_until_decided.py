@@ -106,3 +106,12 @@ def test_until_decided_on_a_noisy_board_with_a_small_budget_stays_undecided_and_
     refused = synth.relgate("compare", "synth", "--max-runs", "20")
     assert refused.returncode == 2 and "--max-runs and --max-minutes are the budget of --until-decided" in \
         refused.stderr
+    # a second batch; its two clean candidate batches give an A/A floor; the next run states the
+    # runs a decision needs before it measures anything
+    assert _until(synth, "--max-runs", "15").returncode == 4
+    floor = synth.relgate("measure", "noise", "synth")
+    assert floor.returncode == 0 and "A/A noise floor: ±" in floor.stdout, floor.stdout + floor.stderr
+    done = _until(synth, "--max-runs", "15")
+    before = done.stdout.split("before measuring:", 1)
+    assert len(before) == 2 and "synth@v0.2.0#1" in before[1], done.stdout
+    assert "runs a decision needs (one batch, 95% power, noise from the A/A noise floor (batch #" in before[1]

@@ -15,11 +15,11 @@ from collections.abc import Sequence
 
 from relgate.core.record import record
 from relgate.manifest.measures import MeasureSpec
-from relgate.signoff.bound import Bound
-from relgate.signoff.compare import UNDECIDED, BoardComparison, MetricResult
+from relgate.signoff.bound import Bound, board_bounds
+from relgate.signoff.compare import UNDECIDED, BoardComparison, MetricResult, NoiseFloor
 from relgate.signoff.power import HL_FACTOR, runs_needed, sigma_of_half_width, smallest_change
 
-__all__ = ["Need", "Needs", "needs_of", "undecided_rows", "row_sigma_of", "MARGIN", "duration", "need_lines",
+__all__ = ["Need", "Needs", "needs_of", "floor_needs", "undecided_rows", "row_sigma_of", "MARGIN", "duration", "need_lines",
            "undecided_line"]
 
 MARGIN = 1.2  # the change stated: a fifth beyond the threshold (5 % → 6 %, 10 % → 12 %)
@@ -75,6 +75,19 @@ def needs_of(b: BoardComparison, spec: MeasureSpec) -> Needs | None:
     if not families:
         return None
     return Needs(source=source, families=tuple(families), run_seconds=b.run_seconds)
+
+
+def floor_needs(noise: NoiseFloor, spec: MeasureSpec) -> Needs | None:
+    """Before measuring: a typical row's needs from a recorded A/A floor alone (the suite's noise
+    depends on how the rows move together, which only the batches show)."""
+    if noise.point or not noise.widths:
+        return None
+    rows = len(noise.widths)
+    bound, _ = board_bounds(spec.false_alarm, rows, int(rows > 1), spec.max_batches)
+    sigma = sigma_of_half_width(noise.floor, noise.runs, spec.confidence)
+    need = _need("a row", sigma, bound, spec, noise.runs, 1, False)
+    return Needs(source=f"the A/A noise floor (batch #{noise.batch.id}, {rows} row × metrics)", families=(need,),
+                 run_seconds=None)
 
 
 def row_sigma_of(r: MetricResult, fallback: float | None, confidence: float = 0.0) -> float | None:

@@ -64,7 +64,7 @@ def board_lines(b: BoardComparison, spec: MeasureSpec, *, show_all: bool = False
             out.append("  " + bound)
         out.append("  " + b.summary())
         needs = needs_of(b, spec)
-        if needs is not None and b.verdict != PASS:
+        if needs is not None and (b.verdict != PASS or aa):
             out += ["  " + line for line in need_lines(needs, spec)]
         undecided = dict((id(r), s) for r, s in undecided_rows(b, spec))
         if not (b.suite and all(s.verdict != UNDECIDED for s in b.suite)):

@@ -21,7 +21,7 @@ from relgate.manifest.measures import MeasureSpec
 from relgate.manifest.workspace import Workspace
 from relgate.signoff.compare import EXIT_RERUN, EXIT_UNDECIDED, RERUN, UNDECIDED
 from relgate.signoff.measure_stage import compare_recorded, recorded_comparisons
-from relgate.signoff.needs import duration
+from relgate.signoff.needs import duration, floor_needs, need_lines
 from relgate.signoff.specs import spec_of
 
 __all__ = ["Budget", "run_until_decided"]
@@ -54,6 +54,13 @@ def run_until_decided(ws: Workspace, names: Sequence[str], *, previous: str | No
     if not measures:
         raise InputError("compare --until-decided: name a measure (quality bands are measured once, not until decided)")
     per_batch = max(s.runs for s in measures)
+    by_name = {s.name: s for s in measures}
+    for comp in recorded_comparisons(ws, [s.name for s in measures], board=board):  # before measuring
+        for b in comp.boards:
+            needs = floor_needs(b.noise, by_name[comp.measure]) if b.noise is not None else None
+            if needs is not None:
+                print(f"{comp.measure} on {b.board}, before measuring:", file=out)
+                print("\n".join("  " + line for line in need_lines(needs, by_name[comp.measure])), file=out)
     start = time.monotonic()
     batches = runs = 0
     stopped, spent = "", False
