@@ -24,7 +24,7 @@ from relgate.signoff.compare import BLOCK, PASS, RERUN, SLOWER, UNDECIDED, judge
 from relgate.signoff.power import decision_power, runs_needed
 from relgate.signoff.stats import critical, decide
 
-FILE_SECONDS = 14  # a scheduling hint (tests/conftest.py)
+FILE_SECONDS = 20  # a scheduling hint (tests/conftest.py)
 ROWS, BOARDS = 64, 400
 BAD = (SLOWER, BLOCK)
 

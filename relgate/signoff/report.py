@@ -144,6 +144,10 @@ def _board_md(name: str, b: BoardComparison, keys: Sequence[str], plots: Mapping
         out += ["", f"Not measured: {b.not_measured}."]
     out.append("")
     if b.results:
+        out += [f"Suite `{r.metric}` (geometric mean of {b.suite_rows} rows): {r.verdict}, ratio {r.ratio:.3f}× "
+                f"({_interval(r)}); {r.reason}.  " for r in b.suite]
+        if b.bound is not None:
+            out.append(f"False-alarm bound: {b.bound.false_alarm:g} per board (rows, suite and every pooled batch).  ")
         out += [f"{b.summary()}. {_noise_text(b)}.", ""]
         out += _rows_table(b, keys)
         out.append("")
