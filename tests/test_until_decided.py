@@ -96,8 +96,9 @@ def test_until_decided_stops_at_pass_on_identical_code(synth: Project) -> None:
 def test_until_decided_on_a_noisy_board_with_a_small_budget_stays_undecided_and_says_what_it_needs(
         synth: Project) -> None:
     _candidate(synth, 0.06, 0.10)
-    done = _until(synth, "--max-runs", "20")
-    assert done.returncode == 4, done.stdout  # undecided: its own exit, not block's 1
+    done = synth.nox("compare", extra=("--", "synth", "--previous", "v0.2.0", "--until-decided", "--max-runs", "20"))
+    assert "Traceback" not in done.stdout + done.stderr
+    assert done.returncode == 4, done.stdout + done.stderr  # undecided: its own exit (nox keeps it), not block's 1
     assert "until decided: 1 batch of 15 runs a side" in done.stdout
     assert "stopped: the budget is spent (--max-runs 20: 15 runs a side measured)" in done.stdout
     assert "synth on " in done.stdout and ": undecided within the budget: " in done.stdout
@@ -115,3 +116,8 @@ def test_until_decided_on_a_noisy_board_with_a_small_budget_stays_undecided_and_
     before = done.stdout.split("before measuring:", 1)
     assert len(before) == 2 and "synth@v0.2.0#1" in before[1], done.stdout
     assert "runs a decision needs (one batch, 95% power, noise from the A/A noise floor (batch #" in before[1]
+    # the fourth batch (max_batches): the suite of 16 rows calls the true 6 % slower where no row can
+    done = _until(synth, "--max-runs", "15")
+    assert done.returncode == 0, done.stdout
+    assert "synth on " in done.stdout and ": slower\n" in done.stdout
+    assert "16 rows × metric undecided after max_batches: at its runs each can call about +" in done.stdout

@@ -55,7 +55,13 @@ def run_until_decided(ws: Workspace, names: Sequence[str], *, previous: str | No
         raise InputError("compare --until-decided: name a measure (quality bands are measured once, not until decided)")
     per_batch = max(s.runs for s in measures)
     by_name = {s.name: s for s in measures}
-    for comp in recorded_comparisons(ws, [s.name for s in measures], board=board):  # before measuring
+    before = recorded_comparisons(ws, [s.name for s in measures], board=board)
+    boards = [b for c in before for b in c.boards]
+    if boards and len(before) == len(measures) and previous is None \
+            and not any(b.verdict == RERUN or b.not_measured is not None for b in boards):
+        print("until decided: every board is decided already (or pooled to max_batches): nothing measured", file=out)
+        return compare_recorded(ws, names, board=board, out=out, show_all=show_all)
+    for comp in before:  # before measuring
         for b in comp.boards:
             needs = floor_needs(b.noise, by_name[comp.measure]) if b.noise is not None else None
             if needs is not None:
