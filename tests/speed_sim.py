@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import math
 import random
+from itertools import repeat
+from operator import mul
 from collections.abc import Sequence
 from pathlib import Path
 from statistics import NormalDist
@@ -42,7 +44,8 @@ def normals(rng: random.Random, rows: int, runs: int) -> list[list[float]]:
 def batch_of(z: Sequence[Sequence[float]], shifts: Sequence[float], s: float) -> Samples:
     """One side's batch: row ``i`` has the runs ``exp(shift_i + s·z_i)``."""
     exp = math.exp
-    values = {(str(i),): {"t": tuple(exp(shift + s * x) for x in zs)} for i, (shift, zs) in enumerate(zip(shifts, z))}
+    values = {(str(i),): {"t": tuple(map(mul, repeat(exp(shift)), map(exp, map(mul, repeat(s), zs))))}
+              for i, (shift, zs) in enumerate(zip(shifts, z))}
     return Samples(batch=None, values=values, metadata={}, counted=len(z[0]))  # type: ignore[arg-type]
 
 

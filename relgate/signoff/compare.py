@@ -478,7 +478,9 @@ def judge_board(spec: MeasureSpec, board: str, previous: Sequence[Samples], cand
                 previous_for: Callable[[int], Sequence[Samples]] | None = None, endpoints: bool = True
                 ) -> dict[str, Any]:
     """The rows and the suite of a board under its false-alarm bound: the fields of
-    :class:`BoardComparison` they fill (``results``, ``suite``, ``suite_rows``, ``bound``, ``suite_bound``)."""
+    :class:`BoardComparison` they fill (``results``, ``suite``, ``suite_rows``, ``bound``, ``suite_bound``,
+    and the noise the runs a decision needs come from; ``endpoints=False``: verdicts only, no
+    interval ends and no noise figures, as simulations want them)."""
     cands = list(candidates[: spec.max_batches])
     pools = [list(previous_for(j)) if previous_for else list(previous) for j in range(len(cands))]
     every = list({id(s): s for s in (*previous, *cands)}.values())
@@ -510,7 +512,7 @@ def judge_board(spec: MeasureSpec, board: str, previous: Sequence[Samples], cand
             pooled = [*pooled, *mine]
             steps.append(([v for p in pools[j] for v in of(p)], pooled, mine))
         direction = spec.metrics[metric]
-        got = sigma_of_runs([of(x) for x in every])
+        got = sigma_of_runs([of(x) for x in every]) if endpoints else None
         if got is not None:
             suite_sigmas.append(got)
         fields = result_fields(spec, direction, steps, suite_bound, endpoints)  # type: ignore[arg-type]
@@ -519,7 +521,7 @@ def judge_board(spec: MeasureSpec, board: str, previous: Sequence[Samples], cand
                                   low=fields[5], high=fields[6], runs=fields[7], batches=fields[8],
                                   confidence=fields[9]))
     return dict(results=results, suite=tuple(suite), suite_rows=max((len(r) for r in suites.values()), default=0),
-                bound=bound, suite_bound=suite_bound, row_sigma=_row_sigma(spec, every),
+                bound=bound, suite_bound=suite_bound, row_sigma=_row_sigma(spec, every) if endpoints else None,
                 suite_sigma=max(suite_sigmas, default=None))
 
 

@@ -21,7 +21,6 @@ batches at hand (each side's runs around their own batch's mean, in logs).
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 from functools import lru_cache
 from statistics import NormalDist
@@ -121,15 +120,15 @@ def smallest_change(m: int, n: int, sigma: float, confidence: float, power: floa
 
 def sigma_of_runs(batches: Sequence[Sequence[float]]) -> float | None:
     """The run-to-run noise (σ of the logs) within batches: each batch around its own mean."""
-    dev: list[float] = []
+    squares = 0.0
     dof = 0
     for runs in batches:
-        logs = [math.log(v) for v in runs if v > 0]
+        logs = list(map(math.log, filter((0.0).__lt__, runs)))
         if len(logs) >= 2:
-            mean = statistics.fmean(logs)
-            dev.extend((x - mean) ** 2 for x in logs)
+            mean = math.fsum(logs) / len(logs)
+            squares += math.fsum([(x - mean) ** 2 for x in logs])
             dof += len(logs) - 1
-    return math.sqrt(sum(dev) / dof) if dof else None
+    return math.sqrt(squares / dof) if dof else None
 
 
 def sigma_of_half_width(half_width: float, runs: int, confidence: float = 0.95) -> float:
