@@ -109,7 +109,11 @@ def test_until_decided_on_a_noisy_board_with_a_small_budget_stays_undecided_and_
         refused.stderr
     # a second batch; its two clean candidate batches give an A/A floor; the next run states the
     # runs a decision needs before it measures anything
-    assert _until(synth, "--max-runs", "15").returncode == 4
+    timed = _until(synth, "--max-minutes", "0.001")
+    assert timed.returncode == 4 and "stopped: the budget is spent (--max-minutes 0.001: another batch takes about" \
+        in timed.stdout, timed.stdout
+    zero = synth.relgate("compare", "synth", "--until-decided", "--max-runs", "0")
+    assert zero.returncode == 2 and "--max-runs: at least 1 run a side" in zero.stderr, zero.stderr
     floor = synth.relgate("measure", "noise", "synth")
     assert floor.returncode == 0 and "A/A noise floor: ±" in floor.stdout, floor.stdout + floor.stderr
     done = _until(synth, "--max-runs", "15")
