@@ -12,7 +12,7 @@ import pytest
 
 from conftest import Project, git
 
-FILE_SECONDS = 40  # a scheduling hint (tests/conftest.py)
+FILE_SECONDS = 11  # a scheduling hint (tests/conftest.py)
 
 BENCH = '''\
 """A synthetic bench: 16 rows of lognormal timings, seeded by a run counter outside the tree."""
