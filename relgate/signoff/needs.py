@@ -10,14 +10,13 @@ hand. The confidence is the bound's at a board's first look (one batch judged al
 from __future__ import annotations
 
 import math
-import statistics
 from collections.abc import Sequence
 
 from relgate.core.record import record
 from relgate.manifest.measures import MeasureSpec
 from relgate.signoff.bound import Bound, board_bounds
 from relgate.signoff.compare import UNDECIDED, BoardComparison, MetricResult, NoiseFloor
-from relgate.signoff.power import HL_FACTOR, runs_needed, sigma_of_half_width, smallest_change
+from relgate.signoff.power import HL_FACTOR, runs_needed, sigma_of_half_width, smallest_change, z_of
 
 __all__ = ["Need", "Needs", "needs_of", "floor_needs", "undecided_rows", "row_sigma_of", "MARGIN", "duration", "need_lines",
            "undecided_line"]
@@ -94,7 +93,7 @@ def row_sigma_of(r: MetricResult, fallback: float | None, confidence: float = 0.
     """A row's σ from its own interval (its ends, confidence and runs), else ``fallback``."""
     if r.low is None or r.high is None or not r.confidence or r.low <= 0:
         return fallback
-    z = statistics.NormalDist().inv_cdf(1 - (1 - r.confidence) / 2)
+    z = z_of(r.confidence)
     half = math.log(r.high / r.low) / 2
     m, n = r.runs
     return half / (z * HL_FACTOR * math.sqrt(1 / m + 1 / n)) if m and n else fallback

@@ -28,7 +28,7 @@ from statistics import NormalDist
 from relgate.signoff.stats import critical
 
 __all__ = ["power_beyond", "decision_power", "runs_needed", "sigma_of_runs", "sigma_of_half_width",
-           "smallest_change", "HL_FACTOR"]
+           "smallest_change", "z_of", "HL_FACTOR"]
 
 _N = NormalDist()
 HL_FACTOR = math.sqrt(math.pi / 3)  # the Hodges–Lehmann shift's standard error over the mean's, normal noise
@@ -110,10 +110,16 @@ def runs_needed(verdict: str, change: float, sigma: float, confidence: float, po
     return hi, got(hi)
 
 
+@lru_cache(maxsize=256)
+def z_of(confidence: float) -> float:
+    """The two-sided normal quantile of ``confidence`` (cached: a board asks for a few)."""
+    return _N.inv_cdf(1 - (1 - confidence) / 2)
+
+
 def smallest_change(m: int, n: int, sigma: float, confidence: float, power: float, *, rerun_above: float) -> float:
     """About the smallest true change that ``m`` against ``n`` runs call beyond ``rerun_above``
     with ``power`` at ``confidence`` (normal approximation of the Hodges–Lehmann shift)."""
-    z = _N.inv_cdf(1 - (1 - confidence) / 2) + _N.inv_cdf(power)
+    z = z_of(confidence) + z_of(2 * power - 1)  # one-sided power: the two-sided quantile of 2p - 1
     se = sigma * HL_FACTOR * math.sqrt(1 / m + 1 / n)
     return math.expm1(math.log1p(rerun_above) + z * se)
 
