@@ -124,4 +124,4 @@ def test_until_decided_on_a_noisy_board_with_a_small_budget_stays_undecided_and_
     done = _until(synth, "--max-runs", "15")
     assert done.returncode == 0, done.stdout
     assert "synth on " in done.stdout and ": slower\n" in done.stdout
-    assert "16 rows × metric undecided after max_batches: at its runs each can call about +" in done.stdout
+    assert "16 rows × metric undecided after max_batches: at their runs each can call about +" in done.stdout

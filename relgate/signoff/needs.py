@@ -145,11 +145,13 @@ def need_lines(needs: Needs, spec: MeasureSpec) -> list[str]:
 
 
 def undecided_line(rows: Sequence[tuple[MetricResult, float | None]]) -> str:
-    """``3 rows undecided (too noisy at their runs): each can call about +7.1 % … +9.8 % and more``."""
+    """``3 rows × metric undecided after max_batches: at their runs each can call about +7.1% … +9.8% and
+    more (--all lists each)``."""
     known = [s for _, s in rows if s is not None]
     what = f"{len(rows)} row{'s' if len(rows) != 1 else ''} × metric undecided after max_batches"
     if not known:
         return f"{what} (--all lists each)"
     span = f"+{min(known):.1%}" if len(known) == 1 or min(known) == max(known) else \
         f"+{min(known):.1%} … +{max(known):.1%}"
-    return f"{what}: at its runs each can call about {span} and more (--all lists each)"
+    who = "at its runs it" if len(rows) == 1 else "at their runs each"
+    return f"{what}: {who} can call about {span} and more (--all lists each)"
