@@ -2,17 +2,19 @@
 
 Every comparison runs the whole policy: a batch of ``RUNS`` runs a side (both sides measured
 again per batch, as ``nox -s compare -- --previous REF`` does), judged on the pool; another
-batch while a row straddles a threshold, at most ``max_batches`` (4).
+batch while a row straddles a threshold, at most ``max_batches`` (4). ``judge`` of one row
+holds the false-alarm bound of a board of one row (1 % over its four looks; a board of many
+rows and its suite: tests/test_speed_bound.py).
 
 What the figures can be: at 10 % CV and 15 runs a side the 95 % interval of the ratio is about
 ±7 % wide at one batch and ±3.7 % at four (the Hodges–Lehmann shift's standard error is
-σ·√(π/3)·√(2/n)). That is wider than the 1 % between a 6 % regression and the 5 % threshold,
-and wider than the 2 % between 12 % and the 10 % block threshold, so at 10 % CV no estimator
-can call a true 6 % regression "beyond 5 %", or a true 12 % "beyond 10 %", in nine of ten
-comparisons: P(an unbiased estimate > 10 % | 12 %) is 0.83 even at 60 runs a side. The tests at
-10 % CV assert what must hold there (identical code never slower or blocked, a regression
-never passed off as a pass more than rarely); the power figures are asserted at 1 % CV, where
-the intervals are narrow enough (the CUDA kernels' A/A floor on the H200 is 0.2–0.5 %).
+σ·√(π/3)·√(2/n)); at the bound's 99 %+ it is wider still. That is wider than the 1 % between a
+6 % regression and the 5 % threshold, and wider than the 2 % between 12 % and the 10 % block
+threshold, so at 10 % CV no row can call a true 6 % regression "beyond 5 %", or a true 12 %
+"beyond 10 %", in nine of ten comparisons (a board's suite can: tests/test_speed_bound.py). The
+tests at 10 % CV assert what must hold there (identical code never slower or blocked, a
+regression never passed off as a pass); the power figures are asserted at 1 % CV, where the
+intervals are narrow enough (the CUDA kernels' A/A floor on the H200 is 0.2–0.5 %).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ def _policy(spec: MeasureSpec, rng: random.Random, slower: float, cv: float, *, 
     """One comparison, batch by batch until decided (then ``extra_batches`` more, at
     ``extra_slower``, as someone measuring again would); the verdict and every step's."""
     sigma = _sigma(cv)
-    shift = math.log(1 + slower) if direction == "lower" else -math.log(1 + slower)
+    shift = math.log(1 + slower) if direction == "lower" else math.log(1 - slower)  # 12 %: 12 % fewer a second
     prev: list[float] = []
     cand: list[float] = []
     steps, seen = [], []
@@ -126,16 +128,18 @@ def test_runs_to_resolve_scales_with_the_square_of_the_width() -> None:
 
 
 def test_identical_code_is_never_slower_or_blocked_at_10_percent_cv() -> None:
+    """One row judged alone under the bound (1 % over its four looks): never slower or
+    blocked; about half pass, the rest are undecided (a board's suite decides those)."""
     got = _verdicts(0.0, 0.10)
     assert got[SLOWER] == got[BLOCK] == 0, got
-    assert got[PASS] + got[UNDECIDED] == COMPARISONS and got[PASS] >= 0.6 * COMPARISONS, got
+    assert got[PASS] + got[UNDECIDED] == COMPARISONS and got[PASS] >= 0.3 * COMPARISONS, got
 
 
 def test_a_true_12_percent_regression_is_never_a_pass_at_10_percent_cv() -> None:
     got = _verdicts(0.12, 0.10)
     assert got[PASS] == 0, got
     assert got[BLOCK] + got[UNDECIDED] + got[SLOWER] == COMPARISONS, got
-    assert got[BLOCK] >= 0.2 * COMPARISONS, got  # the rest: undecided, open in the sign-off
+    assert got[BLOCK] >= 0.03 * COMPARISONS, got  # the rest: undecided, open in the sign-off
 
 
 def test_a_true_6_percent_regression_rarely_passes_at_10_percent_cv() -> None:

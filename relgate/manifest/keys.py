@@ -359,10 +359,17 @@ MEASUREMENTS = FileSpec(
                 rules=(at_least(0), Rule(kind="exclusiveMaximum", value=10, text="below 10"),
                        text_rule("not below rerun_above"))),
             key("args", "strings", "arguments after `--`", default=[]),
-            key("confidence", "number", "the confidence of the ratio's interval", default=0.95,
+            key("confidence", "number", "the least confidence of the ratio's interval (the false-alarm bound asks for "
+                "more; the A/A noise floor is stated at this)", default=0.95,
                 rules=(at_least(0.5), Rule(kind="exclusiveMaximum", value=1, text="below 1"))),
             key("max_batches", "integer", "batches pooled before a row that still straddles a threshold is "
                 "undecided", default=4, rules=(at_least(1),)),
+            key("false_alarm", "number", "the chance that identical code gets any slower or block on a board "
+                "(rows, suite and every pooled batch together)", default=0.01,
+                rules=(Rule(kind="exclusiveMinimum", value=0, text="above 0"),
+                       Rule(kind="exclusiveMaximum", value=0.5, text="below 0.5"))),
+            key("power", "number", "the chance a change beyond a threshold is called, for the runs a decision "
+                "needs", default=0.95, rules=(at_least(0.5), Rule(kind="exclusiveMaximum", value=1, text="below 1"))),
         ), rules=(one_of_keys("file_env", "output"),))),
         key("quality", "map", "quality bands by name", rules=(_NAMES,), values=key("NAME", "table", "one scorer", fields=(
             *_source(),

@@ -13,7 +13,7 @@ and the policy that compares the previous release with the candidate.
     warmup = 1                            # … the first ones discarded
     rerun_above = 0.05                    # the ratio's interval wholly within: pass; wholly beyond: slower
     block_above = 0.10                    # … wholly beyond this: block; straddling: another batch, pooled
-    confidence = 0.95                     # the interval's confidence
+    confidence = 0.95                     # the least confidence of an interval (the bound asks for more)
     max_batches = 4                       # still straddling after this many batches: undecided
 
     [quality.scorer]
@@ -80,6 +80,8 @@ class MeasureSpec(_Source):
     args: tuple[str, ...] = ()
     confidence: float = 0.95  # of the ratio's interval (relgate.signoff.compare)
     max_batches: int = 4  # batches pooled before a row that still straddles is undecided
+    false_alarm: float = 0.01  # per board: identical code gets any slower/block at most this often
+    power: float = 0.95  # the runs a decision needs are stated at this power
 
 
 @record
@@ -160,6 +162,14 @@ def parse_measurements(data: Mapping[str, Any], *, path: Path) -> MeasurementsSp
         if max_batches < 1:
             c.problem(f"{prefix}.max_batches", "must be at least 1")
             max_batches = 4
+        false_alarm = c.get(t, prefix, "false_alarm", float, 0.01)
+        if not 0 < false_alarm < 0.5:
+            c.problem(f"{prefix}.false_alarm", "must be a probability above 0 and below 0.5, such as 0.01")
+            false_alarm = 0.01
+        power = c.get(t, prefix, "power", float, 0.95)
+        if not 0.5 <= power < 1:
+            c.problem(f"{prefix}.power", "must be a probability from 0.5 to below 1, such as 0.95")
+            power = 0.95
         overlap = set(base["key"]) & set(metrics)
         if overlap:
             c.problem(f"{prefix}.key", f"{sorted(overlap)[0]} is a metric, not a key column")
@@ -167,7 +177,8 @@ def parse_measurements(data: Mapping[str, Any], *, path: Path) -> MeasurementsSp
                                      vary=tuple(c.string_list(t, prefix, "vary")) if "vary" in t else _DEFAULT_VARY,
                                      runs=max(runs, 1), warmup=max(warmup, 0), rerun_above=rerun,
                                      block_above=block, args=tuple(c.string_list(t, prefix, "args")),
-                                     confidence=float(confidence), max_batches=max_batches)
+                                     confidence=float(confidence), max_batches=max_batches,
+                                     false_alarm=float(false_alarm), power=float(power))
     quality: dict[str, QualitySpec] = {}
     for name, t in c.tables(data, "", "quality").items():
         prefix = f"quality.{name}"

@@ -38,7 +38,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     side.add_argument("--candidate", action="store_true", help="rows of this project's current commit")
     add.add_argument("--meta", action="append", default=[], metavar="KEY=VALUE", help="metadata of every row")
     cmp_ = msub.add_parser("compare", help="previous release against the candidate, per board "
-                                           "(exit 0 fine, 1 blocks, 3 rerun needed, 2 bad input)")
+                                           "(exit 0 fine, 1 blocks, 3 rerun needed, 4 undecided, 2 bad input)")
     cmp_.add_argument("names", nargs="+", metavar="NAME")
     cmp_.add_argument("--board", help="only this board")
     cmp_.add_argument("--all", action="store_true", help="every row, not only those that do not pass")
@@ -54,6 +54,10 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     run.add_argument("--all", action="store_true", help="print every row, not only those that do not pass")
     run.add_argument("--aa", action="store_true", help="A/A: the candidate against itself, interleaved; records "
                                                       "each board's noise floor")
+    run.add_argument("--until-decided", action="store_true", help="measure batch after batch until every row and "
+                     "the suite are decided (or the budget is spent, or max_batches are pooled)")
+    run.add_argument("--max-runs", type=int, metavar="N", help="with --until-decided: at most N runs a side")
+    run.add_argument("--max-minutes", type=float, metavar="M", help="with --until-decided: at most M minutes")
     at = sub.add_parser("attest", help="attest a manual checklist item for the candidate commit")
     at.add_argument("item", metavar="ITEM")
     at.add_argument("--by", required=True, metavar="NAME")
@@ -113,6 +117,21 @@ def _measure(args: argparse.Namespace, load: Loader) -> int:
 def _compare(args: argparse.Namespace, load: Loader) -> int:
     from relgate.signoff.measure_stage import run_compare
 
+    if (args.max_runs is not None or args.max_minutes is not None) and not args.until_decided:
+        raise InputError("--max-runs and --max-minutes are the budget of --until-decided")
+    if args.until_decided:
+        from relgate.signoff.until import Budget, run_until_decided
+
+        if args.aa:
+            raise InputError("compare --until-decided measures the candidate against the previous release; "
+                             "it takes no --aa")
+        ws = load(args)
+        if ws.measurements is None:
+            raise InputError(f"{ws.manifests_dir}: no measurements.toml")
+        names = list(args.names) or [*ws.measurements.measures, *ws.measurements.quality]
+        return run_until_decided(ws, names, previous=args.previous, board=args.board, argv=sys.argv,
+                                 show_all=args.all, budget=Budget(max_runs=args.max_runs,
+                                                                  max_minutes=args.max_minutes))
     return run_compare(load(args), args.names, previous=args.previous, board=args.board, argv=sys.argv,
                        show_all=args.all, aa=args.aa)
 

@@ -1,6 +1,7 @@
 """``relgate measure compare`` and ``nox -s compare``: the comparison printed per board (the
-rows that do not pass and one summary line; ``--all``: every row), and its exit status (0
-nothing blocks or needs a rerun, 1 something blocks or stays undecided, 3 a rerun is needed)."""
+suite first, the rows that do not pass and one summary line; ``--all``: every row), and its exit
+status (0 nothing blocks, needs a rerun or stays undecided; 1 something blocks; 3 a rerun is
+needed; 4 a board stays undecided after max_batches: open, not a regression)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from relgate.signoff.quality import QualityReport, check_quality
 from relgate.signoff.specs import spec_of
 from relgate.signoff.tables import board_lines
 
-__all__ = ["compare_recorded", "run_compare", "print_comparison", "print_quality"]
+__all__ = ["compare_recorded", "recorded_comparisons", "run_compare", "print_comparison", "print_quality"]
 
 
 def print_comparison(comp: Comparison, spec: MeasureSpec, out: TextIO, *, show_all: bool = False) -> None:
@@ -35,6 +36,21 @@ def print_quality(rep: QualityReport, out: TextIO) -> None:
         for r in b.results:
             prev = f" (previous {r.previous:g})" if r.previous is not None else ""
             print(f"  {r.band.display()}: {r.value:g}{prev} {'held' if r.held else 'BROKEN'}", file=out)
+
+
+def recorded_comparisons(ws: Workspace, names: Sequence[str], *, board: str | None = None) -> list[Comparison]:
+    """The measures' comparisons from what the ledger holds (nothing printed; quality bands left out)."""
+    specs = [s for s in (spec_of(ws, n) for n in names) if isinstance(s, MeasureSpec)]
+    facts = read_git_facts(ws.project.root)
+    notes = ws.checklist.release.notes if ws.checklist is not None else \
+        ((str(ws.project.changelog.relative_to(ws.project.root)),) if ws.project.changelog else ())
+    version = ws.checklist.release.version if ws.checklist is not None else ws.project.version
+    project = project_identity(ws, facts).key
+    with Ledger.open(ws.home) as ledger:
+        cand = candidate_of(facts, project_root=ws.project.root, notes=notes,
+                            known=ledger.project_commits(project=project))
+        return [compare(ledger, spec, project=project, counts=cand.counts, boards=[board] if board else (),
+                        exclude_release=version) for spec in specs]
 
 
 def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None = None,
@@ -81,7 +97,8 @@ def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None =
 
 def run_compare(ws: Workspace, names: Sequence[str], *, previous: str | None = None, board: str | None = None,
                 argv: Sequence[str] = (), out: TextIO = sys.stdout, show_all: bool = False, aa: bool = False) -> int:
-    """``nox -s compare [-- NAME …] [--previous REF] [--all] [--aa]``: measure, then compare."""
+    """``nox -s compare [-- NAME …] [--previous REF] [--all] [--aa]``: measure, then compare
+    (``--until-decided``: :mod:`relgate.signoff.until`)."""
     if ws.measurements is None:
         raise InputError(f"{ws.manifests_dir}: no measurements.toml")
     if aa:

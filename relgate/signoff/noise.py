@@ -24,7 +24,7 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BatchRow, Ledger
 from relgate.manifest.measures import MeasureSpec
 from relgate.manifest.workspace import Workspace
-from relgate.signoff.compare import BLOCK, RERUN, SLOWER, BoardComparison, compare_samples, noise_of, samples, wrong_way
+from relgate.signoff.compare import BLOCK, RERUN, SLOWER, BoardComparison, judge_board, noise_of, samples, wrong_way
 from relgate.signoff.specs import spec_of
 from relgate.signoff.stats import shift_interval
 from relgate.signoff.tables import board_lines
@@ -71,7 +71,7 @@ def aa_compare(ledger: Ledger, spec: MeasureSpec, board: str, pairs: Sequence[tu
     its interval's half-width (one run a side: of its |A/B move|)."""
     a = [samples(ledger, x) for x, _ in pairs]
     b = [samples(ledger, y) for _, y in pairs]
-    results = compare_samples(spec, board, a, b, previous_for=lambda j: a[: j + 1])
+    judged = judge_board(spec, board, a, b, previous_for=lambda j: a[: j + 1])
     widths: dict[tuple[Key, str], list[float]] = {}
     point = False
     runs = min((s.counted for s in (*a, *b)), default=0)
@@ -90,8 +90,8 @@ def aa_compare(ledger: Ledger, spec: MeasureSpec, board: str, pairs: Sequence[tu
                 else:
                     widths.setdefault((key, metric), []).append(shift.half_width)
     comp = BoardComparison(board=board, previous=pairs[-1][0] if pairs else None, candidates=tuple(y for _, y in pairs),
-                           results=results, previous_pool=tuple(x for x, _ in pairs), confidence=spec.confidence,
-                           not_measured=None if results else "the A/A batches share no row")
+                           previous_pool=tuple(x for x, _ in pairs), confidence=spec.confidence,
+                           not_measured=None if judged["results"] else "the A/A batches share no row", **judged)
     return comp, {k: statistics.median(v) for k, v in widths.items()}, runs, point
 
 
@@ -121,7 +121,7 @@ def _report(ledger: Ledger, spec: MeasureSpec, project: str, board: str, pairs: 
     comp = replace(comp, noise=floor)
     for line in board_lines(comp, spec, show_all=show_all, aa=True):
         print(line, file=out)
-    words = {r.verdict for r in comp.results}
+    words = {r.verdict for r in (*comp.results, *comp.suite)}
     return comp.verdict, bool(words & {SLOWER, BLOCK})
 
 

@@ -49,8 +49,13 @@ def _comparison_json(comp: Comparison, key_columns: Sequence[str]) -> dict[str, 
          "rows": [{"row": row_label(r.key, key_columns), "metric": r.metric, "direction": r.direction,
                    "previous": r.previous, "candidate": list(r.candidates), "ratio": round(r.ratio, 6),
                    "interval": None if r.low is None or r.high is None else [round(r.low, 6), round(r.high, 6)],
-                   "runs": list(r.runs), "batches": r.batches,
-                   "verdict": r.verdict, "reason": r.reason} for r in b.results]} for b in comp.boards]}
+                   "runs": list(r.runs), "batches": r.batches, "confidence": r.confidence or None,
+                   "verdict": r.verdict, "reason": r.reason} for r in b.results],
+         "suite": [{"metric": r.metric, "rows": b.suite_rows, "ratio": round(r.ratio, 6),
+                    "interval": None if r.low is None or r.high is None else [round(r.low, 6), round(r.high, 6)],
+                    "runs": list(r.runs), "batches": r.batches, "confidence": r.confidence or None,
+                    "verdict": r.verdict, "reason": r.reason} for r in b.suite],
+         "false_alarm": b.bound.false_alarm if b.bound is not None else None} for b in comp.boards]}
 
 
 def _noise_json(b: BoardComparison) -> dict[str, Any] | None:
@@ -139,6 +144,10 @@ def _board_md(name: str, b: BoardComparison, keys: Sequence[str], plots: Mapping
         out += ["", f"Not measured: {b.not_measured}."]
     out.append("")
     if b.results:
+        out += [f"Suite `{r.metric}` (geometric mean of {b.suite_rows} rows): {r.verdict}, ratio {r.ratio:.3f}× "
+                f"({_interval(r)}); {r.reason}.  " for r in b.suite]
+        if b.bound is not None:
+            out.append(f"False-alarm bound: {b.bound.false_alarm:g} per board (rows, suite and every pooled batch).  ")
         out += [f"{b.summary()}. {_noise_text(b)}.", ""]
         out += _rows_table(b, keys)
         out.append("")
@@ -204,7 +213,11 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
                 "ratio candidate / previous gets a confidence interval (Hodges–Lehmann with the Mann–Whitney "
                 "interval). Wholly within the rerun threshold it passes; wholly beyond it, slower; wholly beyond "
                 "the block threshold, it blocks; straddling a threshold, another batch is pooled with the earlier "
-                "ones, and after max_batches the row is undecided (open). Too few runs for an interval: the "
+                "ones, and after max_batches the row is undecided (open). Each interval's confidence comes from "
+                "the board's false-alarm bound (identical code gets any slower or block with chance at most "
+                "false_alarm, rows, suite and batches together); the suite (per metric, the geometric mean over "
+                "rows of each run's ratio) is judged the same way, and the board's verdict is the suite's, made "
+                "worse by any row confidently slower or blocked. Too few runs for an interval: the "
                 "point estimate, as the reason says.", ""]
         for name, comp in sorted(s.comparisons.items()):
             for b in comp.boards:
@@ -280,9 +293,13 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
                       f"{_num(worst.previous)} → {_num(worst.candidates[-1])} ({worst.ratio:.3f}×)") if worst else ""
             warm = f" after {b.previous.warmup} warm-up" if b.previous.warmup else ""
             out.append(f"- Speed (`{name}`, {b.board}): release {b.previous.release} against this release on the "
-                       f"same board with the same settings, every run{warm} a sample, {b.confidence:.0%} intervals, "
+                       f"same board with the same settings, every run{warm} a sample, intervals under a "
+                       f"false-alarm bound of {b.bound.false_alarm if b.bound else 0:g} per board, "
                        f"{len(b.candidates)} candidate batch{'es' if len(b.candidates) != 1 else ''} pooled: "
-                       f"{b.verdict}{detail}; {b.summary()}; {_noise_text(b)}.")
+                       f"{b.verdict}{detail}; "
+                       + "".join(f"suite {r.metric} (geometric mean of {b.suite_rows} rows) {r.ratio:.3f}× {r.verdict}; "
+                                 for r in b.suite)
+                       + f"{b.summary()}; {_noise_text(b)}.")
             tables.append((name, b))
     for name, rep in sorted(s.quality.items()):
         for qb in rep.boards:

@@ -7,7 +7,7 @@ the previous median). Its confidence interval is the Mann–Whitney one, distrib
 the ``C+1``-th smallest and the ``C+1``-th largest of those ``m·n`` differences, where ``C``
 is the largest ``c`` with ``P(U <= c) <= (1 - confidence) / 2`` for the U statistic under
 "no change" — exact (the Gaussian binomial coefficients) up to ``EXACT_LIMIT`` pairs, the
-normal approximation with continuity correction above it. Deterministic: the same data give
+normal approximation with continuity correction above it (conservative in the far tails). Deterministic: the same data give
 the same interval, always. Too few runs for the confidence (two against two cannot reach
 95 %: the smallest two-sided p is 1/3) give no interval at all (``None``); the caller then
 judges the point estimate and says so.
@@ -19,15 +19,20 @@ tail of U's distribution cached per ``(m, n, confidence)``.
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from collections.abc import Sequence
 from functools import lru_cache
+from itertools import repeat
+from operator import sub
 from statistics import NormalDist
 
 from relgate.core.record import record
 
-__all__ = ["EXACT_LIMIT", "Shift", "critical", "hl_ratio", "shift_interval", "runs_to_resolve"]
+__all__ = ["EXACT_LIMIT", "Shift", "critical", "hl_ratio", "shift_interval", "runs_to_resolve", "count_above",
+           "wrong_way_samples", "decide"]
 
-EXACT_LIMIT = 2500  # m·n up to this: U's exact distribution; above: its normal approximation
+EXACT_LIMIT = 3600  # m·n up to this (60 runs a side): U's exact distribution; above: its normal approximation,
+# which is conservative in the far tails the false-alarm bound asks for (a narrower c, a wider interval)
 
 
 @record
@@ -132,7 +137,50 @@ def shift_interval(previous: Sequence[float], candidate: Sequence[float], confid
 
 def runs_to_resolve(runs: int, half_width: float, target: float) -> int:
     """Runs a side for an interval of ``half_width`` measured at ``runs`` a side to shrink to
-    ``target`` (the half-width falls as one over the square root of the runs)."""
+    ``target`` (the half-width falls as one over the square root of the runs). Only the width:
+    the runs a *decision* needs (a change called at a power, under the false-alarm bound) are
+    :func:`relgate.signoff.power.runs_needed`, often 25 times as many."""
     if half_width <= target or target <= 0:
         return runs
     return math.ceil(runs * (half_width / target) ** 2)
+
+
+def count_above(xs: Sequence[float], ys: Sequence[float], t: float) -> int:
+    """How many of the ``m·n`` differences ``y - x`` exceed ``t`` (``xs`` sorted): one bisect
+    per ``y``, no list of differences."""
+    return sum(map(bisect_left, repeat(xs), map(sub, ys, repeat(t))))
+
+
+def _threshold(move: float, logs: bool, higher: bool) -> float:
+    """A threshold on the move the wrong way, as a threshold on the wrong-way difference."""
+    if not logs:
+        return move
+    if higher:
+        return -math.log(1.0 - move) if move < 1 else math.inf
+    return math.log1p(move)
+
+
+def wrong_way_samples(xs: list[float], ys: list[float], logs: bool, higher: bool, rerun_above: float,
+                      block_above: float) -> tuple[list[float], list[float], float, float]:
+    """Sorted samples (:func:`_logs_or_scaled`) turned so that a difference ``y - x`` is the move
+    the wrong way (a "higher is better" metric: the sides swapped, ``x - y``), with the two thresholds."""
+    if higher:
+        xs, ys = ys, xs
+    return xs, ys, _threshold(rerun_above, logs, higher), _threshold(block_above, logs, higher)
+
+
+def decide(xs: Sequence[float], ys: Sequence[float], c: int, rerun_at: float, block_at: float) -> str | None:
+    """The policy on the interval ``[(c+1)-th smallest, (c+1)-th largest]`` of the wrong-way
+    differences, by counting instead of sorting them: ``pass`` (the whole interval within
+    ``rerun_at``), ``block`` (wholly beyond ``block_at``), ``slower`` (wholly between), or
+    ``None`` (it straddles a threshold)."""
+    total = len(xs) * len(ys)
+    above_r = count_above(xs, ys, rerun_at)
+    if above_r <= c:
+        return "pass"
+    if total - above_r > c:  # the lower end is within rerun_at: neither slower nor block
+        return None
+    above_b = above_r if block_at == rerun_at else count_above(xs, ys, block_at)
+    if total - above_b <= c:
+        return "block"
+    return "slower" if above_b <= c else None
