@@ -171,16 +171,25 @@ MUTANTS: tuple[Mutant, ...] = (
            new="    client.set_missing_host_key_policy(paramiko.AutoAddPolicy())",
            tests=_k("tests/test_remote_ssh.py", "unknown_host_key"),
            why="an unknown SSH host trusted blindly"),
-    # --- speed thresholds ------------------------------------------------------------------------
-    Mutant(name="speed-block-threshold", path="relgate/signoff/compare.py",
-           old="        elif lo > b:\n            verdict, why = BLOCK",
-           new="        elif lo > 2 * b:\n            verdict, why = BLOCK",
-           tests=("tests/test_compare_stats.py",),
+    # --- speed verdicts ---------------------------------------------------------------------------
+    Mutant(name="speed-never-blocks", path="relgate/signoff/stats.py",
+           old='    if total - above_b <= c:\n        return "block"', new='    if total - above_b < 0:\n        return "block"',
+           tests=_k("tests/test_speed_bound.py", "row_is_called or suite_calls"),
            why="a confirmed 12 % regression passes the speed item"),
+    Mutant(name="speed-bound-per-row-only", path="relgate/signoff/bound.py",
+           old="        return self.false_alarm * self.share / max(self.tests, 1) * (2 * k - 1) / self.looks ** 2",
+           new="        return self.false_alarm * self.share / 1 * (2 * k - 1) / self.looks ** 2",
+           tests=_k("tests/test_speed_bound.py", "spends_the_budget or false_alarm"),
+           why="false alarms add up over a board's rows: identical code blocked"),
     Mutant(name="speed-block-exit-code", path="relgate/signoff/compare.py",
-           old="    if BLOCK in words:\n        return 1", new="    if BLOCK in words:\n        return 0",
+           old="    if BLOCK in words:\n        return EXIT_BLOCK", new="    if BLOCK in words:\n        return EXIT_PASS",
            tests=_k("tests/test_signoff.py", "asks_for_a_rerun_and_blocks"),
            why="measure compare exits 0 on a blocked release"),
+    Mutant(name="speed-undecided-exit-code", path="relgate/signoff/compare.py",
+           old="    return EXIT_UNDECIDED if any(w.startswith(UNDECIDED) for w in words) else EXIT_PASS",
+           new="    return EXIT_PASS if any(w.startswith(UNDECIDED) for w in words) else EXIT_PASS",
+           tests=_k("tests/test_signoff.py", "undecided_after_max_batches"),
+           why="a board too noisy to decide exits 0 as if it passed"),
 )
 
 
