@@ -186,6 +186,15 @@ _NVCC_TOOL = re.compile(
     r"\s*warning\s*:\s*(?P<msg>.*)$"
 )
 
+# setuptools' (distutils') own notes about packaging, not compiling: MANIFEST.in patterns
+# that matched nothing, byte-compiling switched off, a missing README, metadata checks. A
+# note of build_ext (an extension that failed to build) is not among them: it counts.
+_SETUPTOOLS_NOTE = re.compile(
+    r"^warning: (?:no (?:previously-included )?(?:files|directories) (?:found )?matching '[^']*'"
+    r"(?: found)?(?: anywhere in distribution| under directory '[^']*')?$"
+    r"|(?:sdist|build_py|install_lib|check|egg_info|install_scripts|install_data|bdist_wheel): )"
+)
+
 # CMake: "CMake Warning at CMakeLists.txt:2 (message):" with the message indented below,
 # "CMake Warning:", "CMake Warning (dev) at ...", "CMake Deprecation Warning at ...".
 _CMAKE = re.compile(
@@ -372,6 +381,8 @@ class StreamScanner:
         """Apply the per-tool rules; True when one of them claimed the line."""
         first = line[:1]
         if first == "w":
+            if _SETUPTOOLS_NOTE.match(line):
+                return True  # setuptools about packaging (see _SETUPTOOLS_NOTE), not a compiler
             match = _RUST_HEADER.match(line)
             if match is not None:
                 self._flush_pending()
