@@ -19,21 +19,17 @@ __all__ = ["EXTENSION_SUFFIXES", "extension_files", "extension_findings", "wheel
 EXTENSION_SUFFIXES = (".so", ".pyd", ".dylib")
 
 
-def extension_files(root: Path, module: str) -> list[str]:
+def extension_files(members: Sequence[str], module: str) -> list[str]:
     """The compiled files of ``module`` (``pkg._x`` → ``pkg/_x.cpython-311-…so``, ``pkg/_x.abi3.so``,
-    ``pkg/_x.so``, ``pkg/_x.cp311-win_amd64.pyd``) under the extracted wheel ``root``."""
+    ``pkg/_x.so``, ``pkg/_x.cp311-win_amd64.pyd``) among a wheel's ``members``."""
     *parents, leaf = module.split(".")
-    folder = Path(root).joinpath(*parents)
-    if not folder.is_dir():
-        return []
+    folder = "/".join(parents)
     out = []
-    for path in sorted(folder.iterdir()):
-        name = path.name
-        if not path.is_file() or not name.endswith(EXTENSION_SUFFIXES):
-            continue
-        if name.split(".", 1)[0] == leaf:
-            out.append(path.relative_to(root).as_posix())
-    return out
+    for name in members:
+        head, _, base = name.rpartition("/")
+        if head == folder and base.endswith(EXTENSION_SUFFIXES) and base.split(".", 1)[0] == leaf:
+            out.append(name)
+    return sorted(out)
 
 
 def wheel_meta(wheel: Path, member: str) -> str | None:
@@ -43,16 +39,18 @@ def wheel_meta(wheel: Path, member: str) -> str | None:
         return zf.read(names[0]).decode("utf-8", errors="replace") if names else None
 
 
-def extension_findings(wheel: Path, root: Path, extensions: Mapping[str, Sequence[str]]) -> list[str]:
-    """One line per declared extension the wheel (extracted at ``root``) does not hold."""
+def extension_findings(wheel: Path, extensions: Mapping[str, Sequence[str]]) -> list[str]:
+    """One line per declared extension the wheel does not hold."""
     if not extensions:
         return []
+    with zipfile.ZipFile(wheel) as zf:
+        members = zf.namelist()
     wheel_file = email.parser.Parser().parsestr(wheel_meta(wheel, "WHEEL") or "")
     pure = (wheel_file.get("Root-Is-Purelib") or "").strip().lower() == "true"
     tags = wheel.name[:-4].split("-")[-3:] if wheel.name.endswith(".whl") else []
     out = []
     for module, sources in extensions.items():
-        if extension_files(root, module):
+        if extension_files(members, module):
             continue
         built_from = f" from {', '.join(sources)}" if sources else ""
         if pure:

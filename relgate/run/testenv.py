@@ -9,8 +9,10 @@ already installed — installed with its dependencies and the test dependencies 
 ``[dependency-groups]`` group, extras of the wheel, a requirements file) by pip from the
 caller's index; then ``python -P -m pytest PYTEST-ARGS`` in ``ROOT`` with that
 environment's interpreter, ``PYTHONPATH`` and the user's site-packages switched off, so the
-source tree and any installed release stay out of ``sys.path``. The exit status is pytest's
-(or that of the step that failed first, named on the last line).
+source tree and any installed release stay out of ``sys.path``. Every command runs without
+``PYTHONPATH``: with a release on it, pip would call the package "already installed" and
+skip the wheel. The exit status is pytest's (or that of the step that failed first, named
+on the last line).
 
 Standard library only, run as a script (``python -I``): it imports nothing from the
 project it tests nor from the folder it runs in.
@@ -69,9 +71,18 @@ def resolve_group(groups: dict, name: str) -> list[str]:
     return list(dict.fromkeys(walk(name, ())))
 
 
-def _run(argv: list[str], *, what: str, **kw: object) -> None:
+def _clean_env() -> dict[str, str]:
+    """This environment without what would put another copy of the package on ``sys.path``:
+    ``PYTHONPATH`` (pip would find a release there "already installed" and skip the wheel),
+    ``PYTHONHOME``, the user's site-packages."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+    env["PYTHONNOUSERSITE"] = "1"
+    return env
+
+
+def _run(argv: list[str], *, what: str) -> None:
     print(f"relgate-tests: {what}: {' '.join(argv)}", flush=True)
-    code = subprocess.call(argv, stdin=subprocess.DEVNULL, **kw)  # type: ignore[call-overload]
+    code = subprocess.call(argv, stdin=subprocess.DEVNULL, env=_clean_env())
     if code != 0:
         raise _Failed(_fail(f"{what} failed (exit {code})", code))
 
@@ -115,9 +126,9 @@ def main(argv: list[str] | None = None) -> int:
         _run([sys.executable, "-m", "pip", "--disable-pip-version-check", "--python", str(python), "install",
               "--no-compile", wheel, *deps, *(("-r", str(root / args.requirements)) if args.requirements else ())],
              what="the wheel and the test dependencies")
-        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
+        env = _clean_env()
         env.update({"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', os.defpath)}",
-                    "PYTHONNOUSERSITE": "1", "PYTHONSAFEPATH": "1"})
+                    "PYTHONSAFEPATH": "1"})
         command = [str(python), "-P", "-m", "pytest", *args.pytest]
         print(f"relgate-tests: the tests against {wheels[0].name}: {' '.join(command)}", flush=True)
         return subprocess.call(command, cwd=root, env=env, stdin=subprocess.DEVNULL)
