@@ -285,3 +285,47 @@ def test_publish_imports_the_module_not_the_distribution(tmp_path: Path) -> None
     done = subprocess.run([sys.executable, "-I", importcheck.__file__, "no-such-dist"], capture_output=True, text=True)
     assert done.returncode == 1 and done.stdout.strip().startswith("no-such-dist is not installed")
     assert REPO.is_dir()
+
+
+RST = "Changes\n=======\n\nVersion 2.0.0\n-------------\n\n- First release.\n\nVersion 1.0.0\n-------------\n\n- old\n"
+SECTION = ("### Measurements and verification\n\nspeedy 2.0.0 was signed off at commit `abc123` on host:local.\n\n"
+           "- Passed: Host checks passed.\n\n`speed` on host:local:\n\n| case | ns |\n|---|---|\n| a | 1 |\n")
+
+
+def test_the_changelog_section_in_a_restructuredtext_changelog() -> None:
+    import docutils.core
+    import docutils.utils
+
+    from relgate.signoff.changelog_rst import insert_section_rst
+
+    once = insert_section_rst(RST, "2.0.0", SECTION, "Measurements and verification")
+    assert insert_section_rst(once, "2.0.0", SECTION, "Measurements and verification") == once  # replaced, not added
+    assert "Measurements and verification\n~~~~~~~~~~~~~~~~~~~~~~~~~~~~~\n" in once
+    assert "commit ``abc123``" in once and "    | a | 1 |" in once
+    assert once.index("Measurements") < once.index("Version 1.0.0")
+    try:  # docutils reads it without a warning: the headings nest as the file's own do
+        tree = docutils.core.publish_doctree(once, settings_overrides={"report_level": 2, "halt_level": 2})
+    except docutils.utils.SystemMessage as exc:
+        pytest.fail(f"not valid reStructuredText: {exc}")
+    titles = [n.astext() for n in tree.findall(lambda n: n.tagname == "title")]
+    assert titles == ["Changes", "Version 2.0.0", "Measurements and verification", "Version 1.0.0"]
+    with pytest.raises(Exception, match="no heading naming 3.0.0"):
+        insert_section_rst(RST, "3.0.0", SECTION, "Measurements and verification")
+
+
+def test_init_finds_changelogs_by_their_usual_names(tmp_path: Path) -> None:
+    from relgate.manifest.init import find_changelog
+
+    assert find_changelog(tmp_path) is None
+    for name in ("HISTORY.md", "NEWS.rst", "CHANGES.rst", "CHANGELOG.md"):  # each one preferred to the one before
+        (tmp_path / name).write_text("x\n")
+        assert find_changelog(tmp_path) == name
+
+
+def test_a_checklist_without_a_changelog_names_no_release_notes(tmp_path: Path) -> None:
+    from relgate.manifest.checklist import parse_checklist
+
+    data = {"release": {"boards": ["host:local"]}, "item": [{"id": "a", "title": "A", "manual": True}]}
+    assert parse_checklist(data, path=tmp_path / "checklist.toml", changelog="").release.notes == ()
+    assert parse_checklist(data, path=tmp_path / "checklist.toml", changelog="CHANGES.rst").release.notes == \
+        ("CHANGES.rst",)
