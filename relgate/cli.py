@@ -38,7 +38,7 @@ class _Only:
 
 
 _VALUED = ("--workspace", "--manifests", "--hosts", "--home")  # the global options that take a value
-_COMMAND_NAMES = frozenset({"check", "host", "census", "lane", "package-verify", "publish-dry-run", "status",
+_COMMAND_NAMES = frozenset({"check", "host", "pytest", "census", "lane", "package-verify", "publish-dry-run", "status",
                            "evidence", "measure", "compare", "attest", "skip", "run", "signoff", "tag",
                            "verify-signoff", "init", "schema"})
 
