@@ -329,3 +329,69 @@ def test_a_checklist_without_a_changelog_names_no_release_notes(tmp_path: Path) 
     assert parse_checklist(data, path=tmp_path / "checklist.toml", changelog="").release.notes == ()
     assert parse_checklist(data, path=tmp_path / "checklist.toml", changelog="CHANGES.rst").release.notes == \
         ("CHANGES.rst",)
+
+
+SETUP_PY = '''\
+import pathlib
+pathlib.Path("EXECUTED").write_text("setup.py ran")  # init must never run this
+from setuptools import Extension, setup
+import setuptools
+
+SOURCES = ["src/a/_b.c", "src/a/_b_helpers.c"]
+setup(ext_modules=[
+    Extension("a._b", SOURCES),
+    setuptools.Extension(name="a._c", sources=["src/a/_c.c"]),
+    Extension(name_from_somewhere(), ["x.c"]),  # not a literal: not read
+])
+'''
+
+
+@pytest.mark.parametrize(("pyproject", "setup_py", "backend", "extensions", "compiled"), [
+    ({"build-system": {"build-backend": "setuptools.build_meta"}}, SETUP_PY, "setuptools",
+     [("a._b", ("src/a/_b.c", "src/a/_b_helpers.c")), ("a._c", ("src/a/_c.c",))], True),
+    ({"build-system": {"build-backend": "setuptools.build_meta"},
+      "tool": {"setuptools": {"ext-modules": [{"name": "p._x", "sources": ["p/_x.c"]}]}}}, None, "setuptools",
+     [("p._x", ("p/_x.c",))], True),
+    ({"build-system": {"build-backend": "setuptools.build_meta"}}, None, "setuptools", [], False),
+    ({}, SETUP_PY, "setuptools", [("a._b", ("src/a/_b.c", "src/a/_b_helpers.c")), ("a._c", ("src/a/_c.c",))], True),
+    ({"build-system": {"build-backend": "scikit_build_core.build"}}, None, "scikit-build-core", [], True),
+    ({"build-system": {"build-backend": "mesonpy"}}, None, "meson-python", [], True),
+    ({"build-system": {"build-backend": "maturin"}, "tool": {"maturin": {"module-name": "p._rs"}}}, None, "maturin",
+     [("p._rs", ())], True),
+    ({"build-system": {"build-backend": "hatchling.build"}}, None, "hatchling", [], False),
+], ids=["setup.py", "pyproject-ext-modules", "pure-setuptools", "legacy-setup.py", "scikit-build-core",
+        "meson-python", "maturin", "hatchling"])
+def test_init_reads_the_backend_and_its_extensions(tmp_path: Path, pyproject: dict, setup_py: str | None,
+                                                   backend: str, extensions: list, compiled: bool) -> None:
+    from relgate.manifest.pyfacts import read_build
+
+    if setup_py is not None:
+        (tmp_path / "setup.py").write_text(setup_py)
+    build = read_build(tmp_path, pyproject)
+    assert build.backend_name == backend
+    assert [(e.name, e.sources) for e in build.extensions] == extensions
+    assert build.compiled is compiled
+    assert not (tmp_path / "EXECUTED").exists()
+
+
+def test_a_setup_py_that_does_not_parse_is_one_line(tmp_path: Path) -> None:
+    from relgate.core.errors import InputError
+    from relgate.manifest.pyfacts import read_build
+
+    (tmp_path / "setup.py").write_text("setup(\n")
+    with pytest.raises(InputError, match=r"setup.py:\d+: does not parse as Python"):
+        read_build(tmp_path, {})
+
+
+def test_pytest_collection_is_read_from_the_projects_configuration(tmp_path: Path) -> None:
+    from relgate.manifest.pyfacts import collect_test_files
+
+    for rel in ("tests/test_a.py", "tests/sub/b_test.py", "tests/helpers.py", "other/test_c.py",
+                "checks/check_d.py", ".venv/test_e.py", "build/test_f.py"):
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text("")
+    assert collect_test_files(tmp_path, {}) == ["other/test_c.py", "tests/sub/b_test.py", "tests/test_a.py"]
+    conf = {"tool": {"pytest": {"ini_options": {"testpaths": ["tests", "checks"], "python_files": "test_*.py check_*.py"}}}}
+    assert collect_test_files(tmp_path, conf) == ["checks/check_d.py", "tests/test_a.py"]
+    (tmp_path / "pytest.ini").write_text("[pytest]\ntestpaths = other\n")  # pytest.ini wins, as in pytest
+    assert collect_test_files(tmp_path, conf) == ["other/test_c.py"]

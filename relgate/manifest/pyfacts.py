@@ -239,4 +239,3 @@ def collect_test_files(root: Path, pyproject: Mapping[str, Any]) -> list[str]:
                 if any(fnmatch.fnmatch(f, p) for p in patterns) and f.endswith(".py"):
                     out.add((Path(folder) / f).relative_to(root).as_posix())
     return sorted(out)
-

@@ -60,4 +60,3 @@ def extension_findings(wheel: Path, extensions: Mapping[str, Sequence[str]]) -> 
             out.append(f"{wheel.name} lacks the compiled extension {module}{built_from}: it did not build "
                        f"(no {module.replace('.', '/')}.*{'|'.join(EXTENSION_SUFFIXES)} in the wheel)")
     return out
-
