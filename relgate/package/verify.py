@@ -432,9 +432,7 @@ def requirements_step(plan: Plan, extras: Sequence[str], group: str | None = Non
 
 def group_requirements(pyproject: Path, group: str) -> list[str]:
     """A PEP 735 group of ``pyproject`` (its includes followed); a bad or missing one fails the step."""
-    import tomllib
-
-    from relgate.run.testenv import Refused, resolve_group
+    from relgate.run.testenv import Refused, resolve_group, tomllib
 
     try:
         data = tomllib.loads(pyproject.read_text(encoding="utf-8"))

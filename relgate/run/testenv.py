@@ -27,8 +27,12 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import tomllib
 from pathlib import Path
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: relgate depends on tomli there
+    import tomli as tomllib  # type: ignore[no-redef]
 
 __all__ = ["main", "resolve_group"]
 
@@ -129,7 +133,8 @@ def main(argv: list[str] | None = None) -> int:
         env = _clean_env()
         env.update({"VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}{os.pathsep}{env.get('PATH', os.defpath)}",
                     "PYTHONSAFEPATH": "1"})
-        command = [str(python), "-P", "-m", "pytest", *args.pytest]
+        # -P: the current folder (the source tree) is not put first on sys.path (3.11+; -I before)
+        command = [str(python), "-P" if sys.version_info >= (3, 11) else "-I", "-m", "pytest", *args.pytest]
         print(f"relgate-tests: the tests against {wheels[0].name}: {' '.join(command)}", flush=True)
         return subprocess.call(command, cwd=root, env=env, stdin=subprocess.DEVNULL)
     except _Failed as failed:
