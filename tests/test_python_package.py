@@ -395,3 +395,30 @@ def test_pytest_collection_is_read_from_the_projects_configuration(tmp_path: Pat
     assert collect_test_files(tmp_path, conf) == ["checks/check_d.py", "tests/test_a.py"]
     (tmp_path / "pytest.ini").write_text("[pytest]\ntestpaths = other\n")  # pytest.ini wins, as in pytest
     assert collect_test_files(tmp_path, conf) == ["other/test_c.py"]
+
+
+def test_the_diff_check_base_is_the_previous_release_tag(tmp_path: Path) -> None:
+    from relgate.run.diffcheck import diff_base, diff_check_action
+    from relgate.run.outcomes import StepFailed
+
+    root = tmp_path / "r"
+    root.mkdir()
+    git(root, "init", "-q", "-b", "main")
+    (root / "a.txt").write_text("old   \n")  # whitespace before any release: not this release's
+    commit(root, "first")
+    first = git(root, "rev-parse", "HEAD").strip()
+    assert diff_base(root) == (first, f"the first commit {first[:12]} (no release tag yet)")
+    git(root, "tag", "v1.0.0")  # on HEAD: the release being made, not the previous one
+    assert diff_base(root)[0] == first
+    (root / "b.txt").write_text("fine\n")
+    commit(root, "second")
+    git(root, "tag", "nightly")  # not a version: not a release tag
+    assert diff_base(root) == ("refs/tags/v1.0.0", "the previous release tag v1.0.0")
+    lines: list[str] = []
+    assert diff_check_action(root, None)(lines.append) == 0
+    assert "1 commit since" in lines[0]
+    (root / "b.txt").write_text("not fine \n")  # uncommitted: checked too
+    with pytest.raises(StepFailed, match=r"^1 whitespace error since the previous release tag v1.0.0, first b.txt:1: "):
+        diff_check_action(root, None)(lines.append)
+    with pytest.raises(StepFailed, match=r"since HEAD \(\[host\] diff_base\), first b.txt:1"):
+        diff_check_action(root, "HEAD")(lines.append)
