@@ -212,6 +212,19 @@ def test_an_extension_that_does_not_compile_is_red_naming_its_source(work: Path)
     assert package["package"]["verdict"] == "fail"  # its build_ext warning, scanned (package.warnings = "deny")
 
 
+def test_a_required_extension_that_does_not_compile_is_red_naming_file_and_line(work: Path) -> None:
+    change(work, "setup.py", ", optional=True", "")  # no fallback: the build itself fails
+    change(work, "src/speedy/_speedups.c", "return PyLong_FromLong(2 * v);", "return PyLong_FromLong(2 * v)")
+    line = (work / "src/speedy/_speedups.c").read_text().splitlines().index("    return PyLong_FromLong(2 * v)") + 1
+    commit(work, "a C syntax error in a required extension")
+    assert nox(work, "-s", "host", "--", "release").returncode != 0
+    assert nox(work, "-s", "package_verify").returncode != 0
+    ledger = Ledger(work)
+    for row in (ledger.rows("host")["release"], ledger.rows("package_verify")["package"]):
+        assert row["verdict"] == "fail"
+        assert f"exit 1; first error src/speedy/_speedups.c:{line}:" in row["reason"], row["reason"]
+
+
 def test_a_planted_warning_is_red_naming_file_and_line(work: Path) -> None:
     change(work, "src/speedy/_speedups.c", "    long v = PyLong_AsLong(arg);\n",
            "    long v = PyLong_AsLong(arg);\n    int unused = 0;\n")
@@ -422,3 +435,17 @@ def test_the_diff_check_base_is_the_previous_release_tag(tmp_path: Path) -> None
         diff_check_action(root, None)(lines.append)
     with pytest.raises(StepFailed, match=r"since HEAD \(\[host\] diff_base\), first b.txt:1"):
         diff_check_action(root, "HEAD")(lines.append)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("gcc -c x.c\nsrc/x.c:7:34: error: expected ';' before '}' token\nerror: command 'gcc' failed\n",
+     "src/x.c:7:34: expected ';' before '}' token"),
+    ("main.c:3:10: fatal error: foo.h: No such file or directory\n", "main.c:3:10: foo.h: No such file or directory"),
+    ('k.cu(12): error: identifier "x" is undefined\n', 'k.cu(12): identifier "x" is undefined'),
+    ("error: Command '['gcc', '-c', 'src/x.c']' returned non-zero exit status 1.\n", None),
+    ("In file included from x.c:1:\nnothing failed here\n", None),
+], ids=["gcc", "fatal", "nvcc", "no-place", "none"])
+def test_a_failed_build_names_the_first_compiler_error(text: str, expected: str | None) -> None:
+    from relgate.run.scanners import first_compiler_error
+
+    assert first_compiler_error(text) == expected

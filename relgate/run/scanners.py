@@ -24,6 +24,7 @@ from relgate.manifest.specs import AllowRule
 __all__ = [
     "CompilerWarning",
     "StreamScanner",
+    "first_compiler_error",
     "partition",
     "scan",
     "scan_lines",
@@ -98,6 +99,18 @@ def warning_summary(warnings: Sequence[CompilerWarning]) -> str:
     if places == n and lines == n:
         return head
     return f"{head} at {places} place{'' if places == 1 else 's'}, {lines} line{'' if lines == 1 else 's'}"
+
+
+# A compiler's error with its place: gcc/clang "file:line[:col]: [fatal ]error: msg", nvcc "file(line): error: msg".
+_COMPILER_ERROR = re.compile(r"^(?P<where>[^\s:()][^:()]*?(?::\d+(?::\d+)?|\(\d+\))):\s*(?:fatal )?error\b[^:]*:\s*"
+                             r"(?P<msg>.+)$", re.M)
+
+
+def first_compiler_error(text: str) -> str | None:
+    """``file:line:col: message`` of the first compiler error in ``text`` (a failed build's
+    last lines), so that a red build names the source it stopped at; None when there is none."""
+    match = _COMPILER_ERROR.search(_ANSI.sub("", text)) if "error" in text else None
+    return f"{match['where']}: {match['msg'].strip()[:160]}" if match else None
 
 
 def scan(text: str) -> list[CompilerWarning]:
