@@ -102,7 +102,7 @@ def warning_summary(warnings: Sequence[CompilerWarning]) -> str:
 
 
 # A compiler's error with its place: gcc/clang "file:line[:col]: [fatal ]error: msg", nvcc "file(line): error: msg".
-_COMPILER_ERROR = re.compile(r"^(?P<where>[^\s:()][^:()\n]*?(?::\d+(?::\d+)?|\(\d+\))):\s*(?:fatal )?error\b[^:]*:\s*"
+_COMPILER_ERROR = re.compile(r"^(?P<where>[^\s:()][^:()\n]*?(?::\d+(?::\d+)?|\(\d+\))):\s*(?:fatal )?error\b[^:\n]*:\s*"
                              r"(?P<msg>.+)$", re.M)
 
 
