@@ -289,6 +289,14 @@ def test_a_new_test_file_without_a_lane_is_named_by_the_census(work: Path) -> No
     assert drift.returncode == 1 and "tests/test_more.py" in drift.stdout
 
 
+def test_init_check_names_an_extension_the_manifest_does_not_check(work: Path) -> None:
+    assert run(work, sys.executable, "-m", "relgate.cli", "init", "--check", ".").returncode == 0
+    change(work, "setup.py", 'optional=True)]', 'optional=True), Extension("speedy._more", ["src/speedy/_more.c"])]')
+    drift = run(work, sys.executable, "-m", "relgate.cli", "init", "--check", ".")
+    assert drift.returncode == 1
+    assert "new extension speedy._more (setup.py): not in" in drift.stdout and "package.extensions" in drift.stdout
+
+
 def test_publish_imports_the_module_not_the_distribution(tmp_path: Path) -> None:
     from relgate.package import importcheck
 

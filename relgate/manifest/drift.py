@@ -87,6 +87,13 @@ def drift(root: Path, manifests: Path, *, kind: str | None = None) -> list[str]:
         for path in py.test_files:
             if path not in declared:
                 out.append(f"new test file {path} (pytest collects it): no target with a lane in {shown_lanes}")
+        package = mdir / "package.toml"
+        table = read_toml(package).get("package", {}) if package.is_file() else {}
+        have = table.get("extensions", {}) if isinstance(table, dict) else {}
+        for ext in py.build.extensions if py.build is not None else ():
+            if not isinstance(have, dict) or ext.name not in have:
+                out.append(f"new extension {ext.name} ({py.build.source}): not in {display_path(package)} "
+                           "package.extensions (the wheel is not checked for it)")
         if project.version and py.version and py.version != project.version:
             out.append(f"version {py.version} in pyproject.toml, {project.version} in "
                        f"{display_path(mdir / 'project.toml')}")
