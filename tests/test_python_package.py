@@ -20,7 +20,7 @@ import pytest
 from conftest import REPO, git
 from packaging_support import rows
 
-FILE_SECONDS = 240
+FILE_SECONDS = 150
 
 _HEADERS = Path(sysconfig.get_paths()["include"]) / "Python.h"
 pytestmark = [
