@@ -38,8 +38,9 @@ class _Only:
 
 
 _VALUED = ("--workspace", "--manifests", "--hosts", "--home")  # the global options that take a value
-_COMMAND_NAMES = frozenset({"check", "host", "census", "lane", "package-verify", "publish-dry-run", "status",
-                           "evidence", "measure", "compare", "attest", "skip", "run", "signoff", "report", "tag",
+_COMMAND_NAMES = frozenset({"check", "host", "pytest", "census", "lane", "package-verify", "publish-dry-run",
+                           "status", "evidence", "measure", "compare", "attest", "skip", "run", "signoff", "report",
+                           "tag",
                            "verify-signoff", "init", "schema"})
 
 
@@ -110,6 +111,13 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     ini.add_argument("--force", action="store_true", help="replace files that exist")
     ini.add_argument("--dry-run", action="store_true", help="print every file it would write; write nothing")
     ini.add_argument("--check", action="store_true", help="one line per drift; exit 1 when anything drifted")
+    pt = sub.add_parser("pytest", help="pytest in a fresh environment holding the wheel built from the tree "
+                                       "(PATH, default cwd) and its test dependencies; never an installed copy")
+    pt.add_argument("--root", type=Path, default=Path("."), help="the project root (default: cwd)")
+    pt.add_argument("--group", help="a [dependency-groups] group of pyproject.toml (PEP 735)")
+    pt.add_argument("--extra", action="append", default=[], help="an extra installed with the wheel")
+    pt.add_argument("--requirements", help="a requirements file of the test dependencies, from the root")
+    pt.add_argument("pytest_args", nargs="*", metavar="PYTEST-ARG", help="after --: pytest's arguments")
     sch = sub.add_parser("schema", help="JSON Schemas of the manifest files, or the reference page (--markdown)")
     sch.add_argument("names", nargs="*", metavar="NAME", help="project, builds, lanes, package, measurements, "
                                                                "checklist, intentional, host")
@@ -306,7 +314,17 @@ def _cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
-_COMMANDS = {"init": _cmd_init, "schema": _cmd_schema, "check": _cmd_check, "host": _cmd_host, "lane": _cmd_lane, "census": _cmd_census,
+def _cmd_pytest(args: argparse.Namespace) -> int:
+    """``relgate pytest``: :mod:`relgate.run.testenv` in this process's interpreter."""
+    from relgate.run.testenv import main as testenv
+
+    argv = ["--root", str(args.root), *(["--group", args.group] if args.group else []),
+            *(x for e in args.extra for x in ("--extra", e)),
+            *(["--requirements", args.requirements] if args.requirements else []), "--", *args.pytest_args]
+    return testenv(argv)
+
+
+_COMMANDS = {"init": _cmd_init, "pytest": _cmd_pytest, "schema": _cmd_schema, "check": _cmd_check, "host": _cmd_host, "lane": _cmd_lane, "census": _cmd_census,
              "status": _cmd_status, "evidence": _cmd_evidence, "package-verify": _cmd_package_verify,
              "publish-dry-run": _cmd_publish_dry_run}
 

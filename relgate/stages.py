@@ -296,5 +296,3 @@ def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | 
         print(f"accepted {row.board}: {row.cells} cells of {row.commit_sha[:12]} as release {row.release} "
               f"({display_path(ws.home / row.path)})", file=out)
     return rows
-
-

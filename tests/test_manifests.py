@@ -163,7 +163,7 @@ MALFORMED: list[tuple[str, str, str | bytes, str]] = [
     ("check-unknown-matrix", "builds.toml", '[[check]]\nname = "c"\nmatrix = "feature"\n',
      'check[0].matrix: no matrix "feature"'),
     ("check-bad-builtin", "builds.toml", '[[check]]\nname = "c"\nbuiltin = "git-diff-chek"\n',
-     'check[0].builtin: unknown value "git-diff-chek" — did you mean "git-diff-check"? (one of "git-diff-check")'),
+     'check[0].builtin: unknown value "git-diff-chek" — did you mean "git-diff-check"? (one of "git-diff-check", "python-tests")'),
     ("check-bad-expect-output", "builds.toml", '[[check]]\nname = "c"\nrun = "x"\nexpect_output = "[a"\n',
      Prefix("check[0].expect_output: bad regular expression: ")),
     ("check-option-on-release-check", "builds.toml",

@@ -432,4 +432,3 @@ def diff_cells(base: Mapping[Cell, str], candidate: Mapping[Cell, str]) -> Evide
     """Compare two captures cell by cell."""
     with _gc_paused():
         return _diff_sides(_Side.of_mapping(base), _Side.of_mapping(candidate))
-

@@ -420,5 +420,3 @@ def merge_captures(captures: Iterable[Mapping[Cell, str]]) -> dict[Cell, str]:
     for capture in captures:
         merged.update(capture)
     return merged
-
-

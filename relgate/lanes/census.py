@@ -43,6 +43,9 @@ Rules, in the order they are reported (``RULES``):
     every ``.rs`` file in ``tests/``, ``benches/`` and ``tools/qualification/`` (and
     every ``DIR/*/main.rs`` there) is the path of a declared target. Files deeper down
     (``tests/common/mod.rs``, ``tests/support/…``) are shared modules, not targets.
+``undeclared-test`` (python)
+    every file pytest collects (the project's ``testpaths`` and ``python_files``, read from
+    its configuration without importing its code) is the path of a declared target.
 
 Which cargo targets the census covers: tests and benches, any target whose path is under
 ``tools/qualification/``, and any other target (example, bin) that has a lane row.
@@ -68,6 +71,7 @@ from relgate.manifest.targets import Target
 __all__ = [
     "RULES",
     "RUST_RULES",
+    "PYTHON_RULES",
     "Violation",
     "run_census",
     "render_violations",
@@ -91,10 +95,13 @@ RULES = (
     "qualification-layout",
     "lane-layout",
     "undeclared-file",
+    "undeclared-test",
 )
 #: The rules that apply only to cargo projects.
 RUST_RULES = ("no-targets", "shared-path", "archived", "gate-ignore", "bench-layout", "qualification-layout", "lane-layout",
               "undeclared-file")
+#: The rules that apply only to python projects (tests/test_python_package.py has their cases).
+PYTHON_RULES = ("undeclared-test",)
 #: Lanes whose files may hold no bare ``#[ignore`` (a test no lane would ever run).
 NO_IGNORE_LANES = ("gate", "toolkit")
 ARCHIVE_DIR = "internal/"
@@ -230,7 +237,25 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
                    "declares no [[test]] or [[bench]]; declare the targets the lanes run")
         _rust_rules(root, scoped, rows_by_target, known, report)
         _undeclared_files(root, targets, report)
+    elif kind == "python":
+        _undeclared_tests(root, targets, report)
     return _ordered(found)
+
+
+def _undeclared_tests(root: Path, targets: Sequence[Target], report: _Report) -> None:
+    from relgate.manifest.pyfacts import collect_test_files
+    from relgate.manifest.schema import read_toml
+
+    pyproject = root / "pyproject.toml"
+    try:
+        data = read_toml(pyproject) if pyproject.is_file() else {}
+    except Exception:  # noqa: BLE001 - a broken pyproject.toml is the loader's finding, not the census's
+        data = {}
+    declared = {t.path for t in targets if t.path is not None}
+    for path in collect_test_files(root, data):
+        if path not in declared:
+            report("undeclared-test", path, "a test file pytest collects, with no lane; declare [target.NAME] "
+                   "(path and command) and give it a lane in this commit, or delete it")
 
 
 def _rust_rules(root: Path, scoped: Sequence[Target], rows_by_target: Mapping[str, list[LaneRow]],

@@ -137,5 +137,3 @@ def _unhealthy(db: Path, why: str) -> InputError:
     return InputError(f"{db}: not a healthy SQLite ledger ({why}); relgate writes nothing into it. Move it "
                       f"aside (mv {db} {db}.broken, and any {db.name}-wal and -shm with it) and run again "
                       "to start a fresh ledger")
-
-

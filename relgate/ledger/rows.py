@@ -141,5 +141,3 @@ class DecisionRow:
     note: str | None
     step_id: int | None
     created: str
-
-

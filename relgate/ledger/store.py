@@ -699,5 +699,3 @@ def _where(pairs: Sequence[tuple[str, Any]]) -> tuple[str, list[Any]]:
 
 def _safe(name: str) -> str:
     return "".join(ch if ch.isalnum() or ch in "-_.," else "_" for ch in name)
-
-

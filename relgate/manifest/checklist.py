@@ -215,7 +215,8 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
             c.problem(f"release.tag_requires[{j}]", f'no item "{item_id}"{did_you_mean(item_id, seen)}')
         elif not next(i for i in items if i.id == item_id).manual:
             c.problem(f"release.tag_requires[{j}]", f'"{item_id}" is not a manual item (a person attests it)')
-    notes = tuple(c.string_list(rel, "release", "notes")) if "notes" in rel else (changelog,)
+    # no changelog, no default notes file: the sign-off never names one that does not exist
+    notes = tuple(c.string_list(rel, "release", "notes")) if "notes" in rel else ((changelog,) if changelog else ())
     release_version = c.get(rel, "release", "version", str, version) or version  # checked before the raise
     c.raise_if_problems()
     return ChecklistSpec(release=ReleaseSpec(version=release_version,

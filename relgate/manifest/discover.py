@@ -23,6 +23,7 @@ from typing import Any
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
+from relgate.manifest.pyfacts import BuildFacts, TestDeps
 from relgate.manifest.schema import Checker, display_path, read_toml
 
 __all__ = ["CargoFacts", "CargoTarget", "MakeFacts", "PythonFacts", "detect_kinds", "read_cargo", "read_make",
@@ -222,6 +223,10 @@ class PythonFacts:
     extras: tuple[str, ...]
     has_tests: bool
     lock: str | None  # requirements.lock, when the project keeps one
+    build: BuildFacts | None = None  # the backend and the compiled extensions it declares
+    tests: TestDeps | None = None  # where the test dependencies are declared
+    test_files: tuple[str, ...] = ()  # what pytest collects (by file), "/"-separated
+    typed: tuple[str, ...] = ()  # py.typed markers of the project's packages, from the root
 
 
 def read_python(root: Path) -> PythonFacts:
@@ -237,4 +242,11 @@ def read_python(root: Path) -> PythonFacts:
     extras = tuple(c.get(project, "project", "optional-dependencies", dict, {}))
     c.raise_if_problems()
     lock = next((n for n in ("requirements.lock", "requirements.txt") if (root / n).is_file()), None)
-    return PythonFacts(name=name, version=version, extras=extras, has_tests=(root / "tests").is_dir(), lock=lock)
+    from relgate.manifest.pyfacts import collect_test_files, read_build, test_deps
+
+    files = collect_test_files(root, data)
+    typed = sorted(p.relative_to(root).as_posix() for pattern in ("*/py.typed", "src/*/py.typed")
+                   for p in root.glob(pattern) if "tests" not in p.parts)
+    return PythonFacts(name=name, version=version, extras=extras, has_tests=(root / "tests").is_dir() or bool(files),
+                       lock=lock, build=read_build(root, data), tests=test_deps(root, data), test_files=tuple(files),
+                       typed=tuple(typed))

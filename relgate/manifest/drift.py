@@ -83,7 +83,27 @@ def drift(root: Path, manifests: Path, *, kind: str | None = None) -> list[str]:
                 out.append(f"{where}: runs make {target}, which {facts_m.makefile} no longer has")
     else:
         py = read_python(root)
+        declared = _target_paths(lanes_path) if lanes_path.is_file() else set()
+        for path in py.test_files:
+            if path not in declared:
+                out.append(f"new test file {path} (pytest collects it): no target with a lane in {shown_lanes}")
+        package = mdir / "package.toml"
+        table = read_toml(package).get("package", {}) if package.is_file() else {}
+        have = table.get("extensions", {}) if isinstance(table, dict) else {}
+        for ext in py.build.extensions if py.build is not None else ():
+            if not isinstance(have, dict) or ext.name not in have:
+                out.append(f"new extension {ext.name} ({py.build.source}): not in {display_path(package)} "
+                           "package.extensions (the wheel is not checked for it)")
         if project.version and py.version and py.version != project.version:
             out.append(f"version {py.version} in pyproject.toml, {project.version} in "
                        f"{display_path(mdir / 'project.toml')}")
     return out
+
+
+def _target_paths(lanes_path: Path) -> set[str]:
+    """The ``path`` of every ``[target.NAME]`` the lanes file declares."""
+    from relgate.manifest.schema import read_toml
+
+    targets = read_toml(lanes_path).get("target", {})
+    return {t["path"] for t in targets.values() if isinstance(t, dict) and isinstance(t.get("path"), str)} \
+        if isinstance(targets, dict) else set()

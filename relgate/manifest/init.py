@@ -33,6 +33,7 @@ from relgate.manifest.init_files import (
     package_toml,
     project_toml,
     python_builds,
+    python_targets,
     quote,
 )
 from relgate.manifest.keys import BUILTIN_LANES, PROJECT_KINDS
@@ -40,7 +41,7 @@ from relgate.manifest.reference import schema_comment
 from relgate.manifest.schema import display_path
 
 __all__ = ["PlannedFile", "InitPlan", "plan_init", "read_repository", "write_plan", "pick_kind", "find_lanes_file",
-           "relgate_schemas"]
+           "relgate_schemas", "find_changelog", "CHANGELOG_NAMES"]
 
 
 @record
@@ -109,6 +110,20 @@ def find_lanes_file(root: Path, skip: Path | None = None) -> Path | None:
     return None
 
 
+#: the names changelogs go by, in the order init prefers them (Markdown and reStructuredText)
+CHANGELOG_NAMES = tuple(f"{stem}{ext}" for stem in ("CHANGELOG", "CHANGES", "NEWS", "HISTORY", "RELEASE_NOTES")
+                        for ext in (".md", ".rst", ".txt", ""))
+
+
+def find_changelog(root: Path) -> str | None:
+    """The project's changelog at the root (any case: ``Changes.rst``, ``changelog.md``), if it keeps one."""
+    try:
+        present = {p.name.upper(): p.name for p in Path(root).iterdir() if p.is_file()}
+    except OSError:
+        return None
+    return next((present[n.upper()] for n in CHANGELOG_NAMES if n.upper() in present), None)
+
+
 def _head(name: str, path: Path, schemas: Path | None, what: str, root: Path) -> str:
     line = schema_comment(name, path, schemas, root)
     return (line + "\n" if line else "") + what
@@ -124,8 +139,9 @@ def read_repository(root: Path, kind: str) -> tuple[Reading, str]:
         make = read_make(root)
         return Reading(kind=kind, name=root.name, version=None, source="make -pRrq", facts=make), make_builds(make)
     py = read_python(root)
-    return (Reading(kind=kind, name=py.name, version=py.version, source="pyproject.toml [project]", facts=py),
-            python_builds(py))
+    source = "pyproject.toml [project]" + (f" and {py.build.source}" if py.build is not None and py.build.source else "")
+    return (Reading(kind=kind, name=py.name, version=py.version, source=source, facts=py,
+                    judged=python_targets(py)), python_builds(py))
 
 
 def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = None,
@@ -150,7 +166,7 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
         unassigned = [n for n, lane, _ in reading.judged if lane == UNASSIGNED]
         used = {lane for _, lane, _ in reading.judged if lane != UNASSIGNED}
     lanes_used = [lane for lane in BUILTIN_LANES if lane in used] + sorted(used - set(BUILTIN_LANES))
-    changelog = next((n for n in ("CHANGELOG.md", "CHANGES.md") if (root / n).is_file()), None)
+    changelog = find_changelog(root)
     texts = [("project.toml", "project", project_toml(reading, rel_root=Path(os.path.relpath(root, mdir)).as_posix(),
                                                       lanes=lanes_rel, changelog=changelog)),
              ("builds.toml", "builds", builds)]

@@ -16,7 +16,7 @@ from relgate.manifest.keys import BUILTIN_LANES
 
 __all__ = ["UNASSIGNED", "Reading", "cargo_lane", "cargo_builds", "make_builds", "python_builds", "project_toml",
            "lanes_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml", "NOXFILE", "quote",
-           "env_prefix", "judged_targets"]
+           "env_prefix", "judged_targets", "python_targets", "python_target_command"]
 
 UNASSIGNED = "?"
 
@@ -115,23 +115,52 @@ def make_builds(facts: MakeFacts) -> str:
 
 
 def python_builds(facts: PythonFacts) -> str:
-    lines = [
-        "# The release build (sdist and wheel) and the host checks `nox -s host` runs, in order.",
-        "",
-        "[release.dist]",
-        'run = "python -m build --outdir dist"',
-        "# setuptools prints `warning:` notes (MANIFEST.in patterns that match nothing, byte-compiling",
-        "# switched off) that are no compiler's; a package with C extensions sets deny.",
-        'warnings = "ignore"',
-        "",
-        "[[check]]",
-        'name = "release"',
-        'release = "dist"',
-        "",
-    ]
+    build = facts.build
+    compiled = build is not None and build.compiled
+    lines = ["# The release build (sdist and wheel) and the host checks `nox -s host` runs, in order.", ""]
+    if compiled:
+        assert build is not None
+        lines += [f"# Compiled code ({build.backend_name}"
+                  + (f"; extensions read from {build.source}" if build.source else "") + "):"]
+        lines += [f"#   {e.name}" + (f" <- {', '.join(e.sources)}" if e.sources else "") for e in build.extensions]
+        lines += ["# A compiler warning fails the build (setuptools' own packaging notes, such as MANIFEST.in",
+                  "# patterns that match nothing, are not compiler warnings and do not count), and the build must",
+                  "# leave a CPython platform wheel: a pure py3-none-any wheel means no extension was compiled.",
+                  "[release.dist]", 'clean = "rm -rf dist"', 'run = "python -m build --outdir dist"',
+                  'warnings = "deny"', 'produces = ["dist/*-cp3*.whl"]']
+    else:
+        lines += ["[release.dist]", 'run = "python -m build --outdir dist"',
+                  "# A pure-Python package compiles nothing; a package with C extensions sets deny.",
+                  'warnings = "ignore"']
+    lines += ["", "[[check]]", 'name = "release"', 'release = "dist"', ""]
     if facts.has_tests:
-        lines += ["[[check]]", 'name = "tests"', 'run = "python -m pytest -q"', ""]
+        deps = facts.tests
+        lines += ["# pytest in a fresh environment holding the wheel built from the tree and the test",
+                  "# dependencies: never an installed copy of the package, never one from an index.",
+                  "[[check]]", 'name = "tests"', 'builtin = "python-tests"']
+        if deps is not None and deps.kind == "group":
+            lines.append(f"group = {quote(deps.name)}   # [dependency-groups] in pyproject.toml")
+        elif deps is not None and deps.kind == "extra":
+            lines.append(f"extras = [{quote(deps.name)}]")
+        elif deps is not None and deps.kind == "requirements":
+            lines.append(f"requirements = {quote(deps.name)}")
+        else:
+            lines.append('# group = "tests"   # where pytest and the other test dependencies are declared')
+        lines.append("")
     return "\n".join(lines)
+
+
+def python_targets(facts: PythonFacts) -> tuple[tuple[str, str, str], ...]:
+    """(name, lane, what) for every test file pytest collects: the host lane, run in the test
+    environment by the tests check, so each is a declared target the census keeps in step."""
+    out = []
+    seen: set[str] = set()
+    for path in facts.test_files:
+        stem = path.rsplit("/", 1)[-1][:-3]
+        name = stem if stem not in seen else path[:-3].replace("/", "-")
+        seen.add(name)
+        out.append((name, "gate", f"pytest {path}"))
+    return tuple(out)
 
 
 def project_toml(r: Reading, *, rel_root: str, lanes: str | None, changelog: str | None) -> str:
@@ -155,11 +184,26 @@ def lanes_toml(r: Reading) -> str:
     for name, lane, what in r.judged:
         row = f"{quote(name)} = {quote(lane)}"
         rows.append(f"# {row}   # {what}" if lane == UNASSIGNED else f"{row}   # {what}")
+    if r.kind == "python" and r.judged:
+        rows += ["", "# Each test file pytest collects is a target: a new one without a lane is named by the census.",
+                 "# The gate lane runs each file in the fresh test environment of the tests check."]
+        for name, _lane, what in r.judged:
+            path = what.split(" ", 1)[1]
+            rows += ["", f"[target.{quote(name)}]", f"path = {quote(path)}",
+                     f"command = {quote(python_target_command(r.facts, path))}"]
+        return "\n".join(rows)
     if r.kind != "cargo":
         command = "make smoke" if r.kind == "make" else "python -m pytest -q tests/test_smoke.py"
         rows += ["", f"# A {r.kind} project declares its targets here, each with the command that runs it:",
                  '# "smoke" = "gate"', "# [target.smoke]", '# path = "tests/smoke.sh"', f"# command = {quote(command)}"]
     return "\n".join(rows)
+
+
+def python_target_command(facts: CargoFacts | MakeFacts | PythonFacts, path: str) -> str:
+    """One test file, run by ``relgate pytest`` in a fresh environment holding the tree's wheel."""
+    deps = facts.tests if isinstance(facts, PythonFacts) else None
+    opt = {"group": "--group", "extra": "--extra", "requirements": "--requirements"}.get(deps.kind if deps else "")
+    return "relgate pytest" + (f" {opt} {deps.name}" if opt and deps else "") + f" -- -q {path}"
 
 
 def package_toml(r: Reading, *, lanes: str | None) -> str:
@@ -175,8 +219,24 @@ def package_toml(r: Reading, *, lanes: str | None) -> str:
         test = next((t for t in ("test", "check") if t in facts.targets), None)
         pkg.append(f'test_command = "make {test}"' if test else '# test_command = "make test"')
     else:
-        if "test" in facts.extras:
+        deps = facts.tests
+        if deps is not None and deps.kind == "group":
+            pkg.append(f"group = {quote(deps.name)}                 # [dependency-groups]: installed with the wheel")
+        elif deps is not None and deps.kind == "extra":
+            pkg.append(f"extras = [{quote(deps.name)}]               # installed with the wheel")
+        elif "test" in facts.extras:
             pkg.append('extras = ["test"]               # installed with the wheel')
+        build = facts.build
+        if build is not None and build.extensions:
+            pkg.append("# The wheel must hold each compiled extension (and be no pure wheel); read from "
+                       f"{build.source}.")
+            pkg.append("extensions = { " + ", ".join(
+                f"{quote(e.name)} = [{', '.join(quote(x) for x in e.sources)}]" for e in build.extensions) + " }")
+        wheel_files = [t.split("/", 1)[1] if t.startswith("src/") else t for t in facts.typed]
+        if build is not None:
+            wheel_files += [e.name.replace(".", "/") + ".*" for e in build.extensions]
+        if wheel_files:
+            pkg.append("wheel_fixtures = [" + ", ".join(quote(w) for w in wheel_files) + "]   # paths the wheel holds")
         pkg.append('# test_command = "python -m pytest -q tests"   # the sdist\'s tests, offline (default pytest)')
         if facts.lock:
             publish.append(f"lock = {quote(facts.lock)}   # publish_dry_run fails when it drifts")

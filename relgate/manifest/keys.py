@@ -18,7 +18,7 @@ __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", 
 
 PROJECT_KINDS = ("make", "cargo", "python")
 HOST_KINDS = ("local", "ssh")
-CHECK_BUILTINS = ("git-diff-check",)
+CHECK_BUILTINS = ("git-diff-check", "python-tests")
 WARNING_POLICIES = ("deny", "ignore")
 BUILTIN_LANES = ("host", "gate", "contract", "record", "toolkit", "bench", "qualification")
 LANE_MODES = ("all", "ignored", "named", "timing", "per-board")
@@ -149,7 +149,15 @@ _CHECK = key("check", "array", "the host checks, in order", fields=(
     _SHELL,
     key("release", "string", "run this release target", rules=(text_rule("a declared release.NAME"),)),
     key("matrix", "string", "run this feature matrix", rules=(text_rule("a declared matrix.NAME"),)),
-    key("builtin", "string", "a built-in check", choices=CHECK_BUILTINS),
+    key("builtin", "string", "a built-in check: git-diff-check, or python-tests (pytest in a fresh environment "
+        "holding the wheel built from the tree and the test dependencies, never an installed copy)",
+        choices=CHECK_BUILTINS),
+    key("group", "string", "python-tests: the [dependency-groups] group (PEP 735) of the test dependencies",
+        example="tests"),
+    key("extras", "strings", "python-tests: extras installed with the wheel", default=[], example=["test"]),
+    key("requirements", "string", "python-tests: a requirements file of the test dependencies, from the root",
+        example="requirements/tests.txt"),
+    key("args", "strings", "python-tests: pytest's arguments", default=["-q"], example=["-q", "tests"]),
     *_outputs(), *_options("ignore")),
     rules=(one_of_keys("run", "release", "matrix", "builtin"),
            text_rule("a release or matrix check takes only skip (and, for a release, expect_output/produces): "
@@ -272,8 +280,15 @@ PACKAGE = FileSpec(
                 default_text="make test (make), pytest (python)"),
             key("shell", "boolean", "the three commands above as /bin/sh strings", default=False),
             key("extras", "strings", "python: extras installed with the wheel", default=[], example=["test"]),
-            key("warnings", "string", "compile steps in the extracted tree", choices=WARNING_POLICIES,
-                default="deny"),
+            key("group", "string", "python: a [dependency-groups] group (PEP 735) installed with the wheel for the "
+                "tests", example="tests"),
+            key("extensions", "map", "python: compiled extension modules the wheel must hold (a platform wheel), "
+                "each with its sources", values=key("MODULE", "strings", "the sources, from the project root"),
+                example={"mypkg._speedups": ["src/mypkg/_speedups.c"]}),
+            key("wheel_fixtures", "strings", "python: paths (or globs) the wheel must hold, from its root",
+                default=[], example=["mypkg/py.typed", "mypkg/_speedups.*"]),
+            key("warnings", "string", "compile steps: the package build (python) and the builds in the extracted "
+                "tree", choices=WARNING_POLICIES, default="deny"),
             _seconds("timeout", "seconds, each step"),
             key("max_unpacked_bytes", "integer", "extraction: member bytes in all, counted as written",
                 default=512 << 20, rules=(at_least(1), Rule(kind="maximum", value=1 << 50, text="at most 2**50"))),
@@ -293,7 +308,7 @@ PACKAGE = FileSpec(
             key("lock", "string", "python: lock or constraints file, from the project root",
                 example="requirements.lock"),
             key("import", "string-or-strings", "python: modules imported after the install",
-                default_text="the project's name", example=["mypkg"]),
+                default_text="the wheel's top-level modules (top_level.txt, else its RECORD)", example=["mypkg"]),
             _seconds("timeout", "seconds, each step"),
         )),
     ),

@@ -15,6 +15,9 @@ is pure; ``load_package_manifest`` reads the file and checks the lock it names.
     test_command = "make test"         # make (default make test), python (default pytest)
     shell = false                      # the three commands above as /bin/sh strings
     extras = ["test"]                  # python: installed with the wheel, resolved for the lock
+    group = "tests"                    # python: a [dependency-groups] group installed for the tests
+    extensions = { "mypkg._speedups" = ["src/mypkg/_speedups.c"] }   # python: compiled, in the wheel
+    wheel_fixtures = ["mypkg/py.typed"]  # python: paths (or globs) the wheel must hold
     warnings = "deny"                  # compile steps in the extracted tree: warning-free
     timeout = 1800                     # seconds, each step
     max_unpacked_bytes = 536870912     # extraction limits of every archive (these are the defaults)
@@ -56,7 +59,7 @@ _PACKAGE_KEYS = PACKAGE.top("package").names()
 _PUBLISH_KEYS = PACKAGE.top("publish").names()
 _ONLY: Mapping[str, tuple[str, ...]] = {
     "dist": ("make",), "dist_glob": ("make",), "build_command": ("make",), "test_command": ("make", "python"),
-    "extras": ("python",), "registry": ("cargo",), "index_url": ("python",), "upload_url": ("python",),
+    "extras": ("python",), "extensions": ("python",), "group": ("python",), "wheel_fixtures": ("python",), "registry": ("cargo",), "index_url": ("python",), "upload_url": ("python",),
     "lock": ("python",), "import": ("python",),
 }
 _HINTS = {"test_command": " (cargo packages run cargo test --offline --no-default-features)",
@@ -103,7 +106,10 @@ class PackageSpec:
     build_command: CommandSpec | None = None  # make: in the extracted tree (default: make)
     test_command: CommandSpec | None = None  # make (default make test), python (default pytest)
     extras: tuple[str, ...] = ()  # python: extras installed with the wheel (and resolved for the lock)
-    warnings: str = "deny"  # compile steps in the extracted tree
+    group: str | None = None  # python: a [dependency-groups] group installed with the wheel for the tests
+    extensions: Mapping[str, tuple[str, ...]] = field(default_factory=dict)  # python: module → its sources
+    wheel_fixtures: tuple[str, ...] = ()  # python: paths (or globs) the wheel must hold, from its root
+    warnings: str = "deny"  # compile steps: the python package build, the builds in the extracted tree
     timeout: float | None = None  # seconds, each step
     limits: ArchiveLimits = field(default_factory=ArchiveLimits)  # extraction limits of every archive
 
@@ -224,10 +230,22 @@ def parse_package(data: Mapping[str, Any], *, path: Path, kind: str) -> PackageM
     for i, extra in enumerate(extras):
         if not _NAME.fullmatch(extra):
             c.problem(f"package.extras[{i}]", f'"{extra}" is not an extra name')
+    extensions: dict[str, tuple[str, ...]] = {}
+    raw_ext = c.get(pkg, "package", "extensions", dict, {})
+    for module, sources in (raw_ext or {}).items():
+        if not _MODULE.fullmatch(module):
+            c.problem(f"package.extensions.{module}", f"{module!r} is not a dotted module name")
+        elif not isinstance(sources, list) or not all(isinstance(x, str) for x in sources):
+            c.problem(f"package.extensions.{module}", "a list of source paths (strings)")
+        else:
+            extensions[module] = tuple(sources)
+    wheel_fixtures = tuple(f for i, raw in enumerate(c.string_list(pkg, "package", "wheel_fixtures"))
+                           if (f := _relative(c, f"package.wheel_fixtures[{i}]", raw)) is not None)
     package = PackageSpec(
         forbid=_globs(c, pkg, "package", "forbid"), allow=_globs(c, pkg, "package", "allow"), fixtures=fixtures,
         dist=dist, dist_glob=dist_glob, build_command=_command(c, pkg, "package", "build_command", shell),
-        test_command=_command(c, pkg, "package", "test_command", shell), extras=extras,
+        test_command=_command(c, pkg, "package", "test_command", shell), extras=extras, extensions=extensions,
+        group=c.get(pkg, "package", "group", str), wheel_fixtures=wheel_fixtures,
         warnings=c.choice(pkg, "package", "warnings", WARNING_POLICIES, default="deny") or "deny",
         timeout=_timeout(c, pkg, "package"), limits=_limits(c, pkg),
     )

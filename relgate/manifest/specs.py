@@ -33,7 +33,7 @@ from relgate.manifest.schema import Checker, did_you_mean, printable
 
 __all__ = [
     "PROJECT_KINDS", "AllowRule", "CommandSpec", "ProjectSpec", "ReleaseTarget", "Matrix", "Check",
-    "BuildsSpec", "HostSpec", "parse_project", "parse_builds", "parse_host", "version_problem", "cwd_problems",
+    "BuildsSpec", "PythonTests", "HostSpec", "parse_project", "parse_builds", "parse_host", "version_problem", "cwd_problems",
 ]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -178,6 +178,17 @@ class Check:
     expect_output: str | None = None
     produces: tuple[str, ...] = ()
     options: StepOptions
+    tests: PythonTests | None = None  # builtin = "python-tests": its test dependencies and pytest's arguments
+
+
+@record
+class PythonTests:
+    """``builtin = "python-tests"``: where the test dependencies come from, pytest's arguments."""
+
+    group: str | None = None
+    extras: tuple[str, ...] = ()
+    requirements: str | None = None
+    args: tuple[str, ...] = ("-q",)
 
 
 @record
@@ -466,10 +477,19 @@ def parse_builds(data: Mapping[str, Any], *, path: Path) -> BuildsSpec:
         if expect is not None and target is not None and target.expect_output is not None:
             c.problem(f"{prefix}.expect_output", f"release.{release}.expect_output is set already; keep one")
         shell = bool(c.get(table, prefix, "shell", bool, False))
+        tests = None
+        own_keys = [k for k in ("group", "extras", "requirements", "args") if k in table]
+        if builtin == "python-tests":
+            tests = PythonTests(group=c.get(table, prefix, "group", str), extras=tuple(c.string_list(table, prefix,
+                                "extras")), requirements=c.get(table, prefix, "requirements", str),
+                                args=tuple(c.string_list(table, prefix, "args")) if "args" in table else ("-q",))
+        else:
+            for key in own_keys:
+                c.problem(f"{prefix}.{key}", 'only with builtin = "python-tests"')
         checks.append(Check(
             name=name, run=_command(c, table, prefix, "run", shell), release=release, matrix=matrix,
             builtin=builtin, expect_output=expect, produces=produces,
-            options=_options(c, table, prefix, warnings_default="ignore"),
+            options=_options(c, table, prefix, warnings_default="ignore"), tests=tests,
         ))
     c.raise_if_problems()
     return BuildsSpec(checks=tuple(checks), releases=releases, matrices=matrices,

@@ -238,14 +238,8 @@ ht.set_password(os.environ["RELGATE_INDEX_USER"], os.environ["RELGATE_INDEX_PASS
 ht.save()
 """
 
-_IMPORT = """\
-import importlib, importlib.metadata, sys
-name, modules = sys.argv[1], sys.argv[2:]
-for module in modules:
-    loaded = importlib.import_module(module)
-    print(f"import {module}: {getattr(loaded, '__file__', None) or 'namespace package'}")
-print(f"{name} {importlib.metadata.version(name)} is installed")
-"""
+#: the import check, a stdlib script run with the installed environment's interpreter
+_IMPORT = str(Path(__file__).resolve().parent / "importcheck.py")
 
 
 def cargo_registry_source(name: str, root: Path, environ: Mapping[str, str] = os.environ) -> str | None:
@@ -411,12 +405,12 @@ def _plan_python(plan: Plan, environ: Mapping[str, str], cache: Path) -> tuple[l
     # --no-compile: only the import below uses the venv, and pip's compile never fails an install.
     install = pip("--python", str(work.venv_python), "install", "--no-cache-dir", "--no-compile", "--index-url", simple,
                   "--find-links", str(work.wheelhouse), f"{name}=={version}")
-    imports = publish.imports or (re.sub(r"[^A-Za-z0-9_]", "_", name),)
+    imports = publish.imports  # none: the distribution's own top-level modules (importcheck.py)
     steps += [upload, wheelhouse_step(plan, lock),
               plan.step("venv", python_module("venv", "--without-pip", str(work.venv)), needs=("package",)),
               plan.step("install", install, env={**PIP_HERMETIC, **_no_proxy_env(environ)},
                         needs=("upload", "wheelhouse", "venv"), timeout=timeout),
-              plan.step("import", CommandSpec(argv=(str(work.venv_python), "-I", "-c", _IMPORT, name, *imports)),
+              plan.step("import", CommandSpec(argv=(str(work.venv_python), "-I", _IMPORT, name, *imports)),
                         needs=("install",))]
     no_pip = pip_problem()
     if no_pip or version is None:

@@ -342,7 +342,15 @@ def required_paths(plan: Plan, targets: Sequence[Target]) -> list[Required]:
     return out
 
 
-def inspect_step(plan: Plan, required: Sequence[Required], *, check_version: bool) -> PlannedStep:
+def wheel_required(plan: Plan) -> list[Required]:
+    """What the wheel must hold: ``[package] wheel_fixtures``, from the wheel's root."""
+    shown = display_path(plan.manifest.source)
+    return [Required(path=f, what=f"declared wheel fixture ({shown}: package.wheel_fixtures)")
+            for f in plan.manifest.package.wheel_fixtures]
+
+
+def inspect_step(plan: Plan, required: Sequence[Required], *, check_version: bool,
+                 in_wheel: Sequence[Required] = ()) -> PlannedStep:
     spec = plan.manifest.package
     version = plan.project.version
 
@@ -353,8 +361,8 @@ def inspect_step(plan: Plan, required: Sequence[Required], *, check_version: boo
             files += sum(len(f) for _, _, f in os.walk(root))
             top = sorted(f"{e.name}/" if e.is_dir() else e.name for e in os.scandir(root))
             write(f"{label} holds: {', '.join(top) or 'nothing'}")  # what export-ignore kept out shows here
-            for finding in inspect_tree(root, forbid=spec.forbid, allow=spec.allow,
-                                        required=required if main else ()):
+            wanted = required if main else in_wheel if label.endswith(".whl") else ()
+            for finding in inspect_tree(root, forbid=spec.forbid, allow=spec.allow, required=wanted):
                 findings.append(f"{label}: {finding.describe()}")
             found = _archive_version(label)
             if check_version and version is not None and found is not None and not _same_version(found, version):
@@ -364,20 +372,54 @@ def inspect_step(plan: Plan, required: Sequence[Required], *, check_version: boo
             write(line)
         if findings:
             raise StepFailed(f"{len(findings)} finding{'s' if len(findings) != 1 else ''}, first {findings[0]}")
+        n = len(required) + len(in_wheel)
         write(f"clean: {files} files in {', '.join(r[0] for r in plan.roots)}; no archive or tooling material; "
-              f"{len(required)} required path{'s' if len(required) != 1 else ''} present")
+              f"{n} required path{'s' if n != 1 else ''} present")
         return 0
 
     return plan.step("inspect", action=action, action_name="relgate inspect", needs=("extract",))
 
 
-def requirements_step(plan: Plan, extras: Sequence[str]) -> PlannedStep:
-    """The built wheel's own dependencies (its extras included), for this interpreter: the
-    requirements file the wheelhouse, the lock check and the installs work from."""
+def extensions_step(plan: Plan) -> PlannedStep:
+    """The declared compiled extensions are in the wheel (and it is no pure wheel). It reads
+    the wheel the build left, whatever the build's verdict (a build red for its warnings
+    still says here which extension is missing)."""
+    from relgate.package.wheelcheck import extension_files, extension_findings
+
+    exts = plan.manifest.package.extensions
+
+    def action(write: Callable[[str], None]) -> int:
+        wheel = find_one(plan.work.dist, "*.whl", "wheel")
+        try:
+            findings = extension_findings(wheel, exts)
+            with zipfile.ZipFile(wheel) as zf:
+                members = zf.namelist()
+        except zipfile.BadZipFile as exc:
+            raise StepFailed(f"{wheel.name}: not a wheel: {exc}") from None
+        for module in exts:
+            for path in extension_files(members, module):
+                write(f"{wheel.name}: {module}: {path}")
+        for line in findings:
+            write(line)
+        if findings:
+            raise StepFailed(findings[0] + (f" (and {len(findings) - 1} more)" if len(findings) > 1 else ""))
+        write(f"{wheel.name}: every declared extension is compiled in ({', '.join(exts)})")
+        return 0
+
+    return plan.step("extensions", action=action, action_name="relgate wheel extensions")
+
+
+def requirements_step(plan: Plan, extras: Sequence[str], group: str | None = None) -> PlannedStep:
+    """The built wheel's own dependencies (its extras included), for this interpreter, and
+    the ``[dependency-groups]`` group of the exported pyproject.toml: the requirements file
+    the wheelhouse, the lock check and the installs work from."""
 
     def action(write: Callable[[str], None]) -> int:
         wheel = find_one(plan.work.dist, "*.whl", "wheel")
         lines = wheel_requirements(wheel, extras)
+        if group:
+            lines += [line for line in group_requirements(plan.work.src / "pyproject.toml", group)
+                      if line not in lines]
         plan.work.requirements.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
         for line in lines:
             write(line)
@@ -386,6 +428,18 @@ def requirements_step(plan: Plan, extras: Sequence[str]) -> PlannedStep:
         return 0
 
     return plan.step("requirements", action=action, action_name="relgate wheel requirements", needs=("package",))
+
+
+def group_requirements(pyproject: Path, group: str) -> list[str]:
+    """A PEP 735 group of ``pyproject`` (its includes followed); a bad or missing one fails the step."""
+    from relgate.run.testenv import Refused, resolve_group, tomllib
+
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
+        groups = data.get("dependency-groups")
+        return resolve_group(groups if isinstance(groups, dict) else {}, group)
+    except (OSError, tomllib.TOMLDecodeError, Refused) as exc:
+        raise StepFailed(f"{pyproject.name}: package.group {group!r}: {exc}") from None
 
 
 def wheel_requirements(wheel: Path, extras: Sequence[str]) -> list[str]:
@@ -520,13 +574,15 @@ def _read(path: Path) -> str:
 def _plan_python(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
     work, spec, project = plan.work, plan.manifest.package, plan.project
     lock = work.src / plan.manifest.publish.lock if plan.manifest.publish.lock else None
+    # The build compiles the extensions: its output is scanned like any build (package.warnings).
     steps = [plan.step("package", python_module("build", "--outdir", str(work.dist), str(work.src)),
-                       needs=("export",)),
+                       needs=("export",), scan=spec.warnings == "deny"),
              extract_step(plan, [(work.dist, "*.tar.gz", "sdist", work.package, True),
                                  (work.dist, "*.whl", "wheel", work.wheel, False)]),
-             inspect_step(plan, required_paths(plan, targets), check_version=True),
-             requirements_step(plan, spec.extras),
-             wheelhouse_step(plan, lock)]
+             inspect_step(plan, required_paths(plan, targets), check_version=True, in_wheel=wheel_required(plan))]
+    if spec.extensions:
+        steps.append(extensions_step(plan))
+    steps += [requirements_step(plan, spec.extras, spec.group), wheelhouse_step(plan, lock)]
     no_pip = pip_problem()
     venv = python_module("venv", "--without-pip", str(work.venv))
     wanted = project.name + (f"[{','.join(spec.extras)}]" if spec.extras else "") + (f"=={project.version}" if project.version else "")
@@ -534,7 +590,8 @@ def _plan_python(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
     # compile never fails an install; it was half of the install's time (8 of 15 s for relgate).
     install = pip("--python", str(work.venv_python), "install", "--no-compile", "--no-index",
                   "--find-links", str(work.dist), "--find-links", str(work.wheelhouse), "--only-binary", ":all:",
-                  *(("-c", str(lock)) if lock is not None else ()), wanted)
+                  *(("-c", str(lock)) if lock is not None else ()), wanted,
+                  *(("-r", str(work.requirements)) if spec.group else ()))
     test = spec.test_command or CommandSpec(argv=("python", "-m", "pytest", "-q", "-p", "no:cacheprovider"))
     venv_env = {"PATH": f"{work.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
                 "VIRTUAL_ENV": str(work.venv), "PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": ""}

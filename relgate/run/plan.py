@@ -11,21 +11,13 @@ from relgate.core.errors import ManifestError
 from relgate.core.record import record
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.specs import AllowRule, BuildsSpec, Check, CommandSpec, StepOptions
+from relgate.run.outcomes import StepFailed, StepNotRun
 
 if TYPE_CHECKING:
     from relgate.manifest.workspace import Workspace
 
 __all__ = ["PlannedStep", "StepNotRun", "StepFailed", "plan_host_checks", "check_names", "select_checks",
            "check_placement"]
-
-
-class StepNotRun(Exception):
-    """Raised by an in-process action that found nothing it could check (verdict not-run)."""
-
-
-class StepFailed(Exception):
-    """Raised by an in-process action that checked and found the code under test wrong
-    (verdict fail); the message is the step's reason (the details are already in its log)."""
 
 
 @record
@@ -109,15 +101,43 @@ def _plan_check(check: Check, builds: BuildsSpec, root: Path, lane: str) -> list
                 for feats, cmd in matrix.expand()]
     if check.builtin == "git-diff-check":
         return [_diff_check(check.name, builds, root, lane, check.options)]
+    if check.builtin == "python-tests":
+        return [_python_tests(check, root, lane)]
     assert check.run is not None
     return [_step(check.name, (check.run,), root, check.options, lane=lane, expect=check.expect_output,
                   produces=check.produces)]
 
 
 def _diff_check(name: str, builds: BuildsSpec, root: Path, lane: str, opts: StepOptions) -> PlannedStep:
-    """``git diff --check`` of the working tree against HEAD (or against ``host.diff_base``)."""
-    cmd = CommandSpec(argv=("git", "diff", "--check", builds.diff_base or "HEAD", "--"))
-    return _step(name, (cmd,), root, opts, lane=lane)
+    """``git diff --check`` of the working tree against the previous release tag (or the first
+    commit, or ``host.diff_base``): :mod:`relgate.run.diffcheck`."""
+    from dataclasses import replace
+
+    from relgate.run.diffcheck import diff_check_action
+
+    base = builds.diff_base
+    step = _step(name, (), root, opts, lane=lane)
+    return replace(step, action=diff_check_action(step.cwd, base),
+                   action_name=f"git diff --check {base or '<previous release tag>'} --")
+
+
+def _python_tests(check: Check, root: Path, lane: str) -> PlannedStep:
+    """pytest in a fresh environment holding the tree's own wheel (:mod:`relgate.run.testenv`)."""
+    import sys
+
+    from relgate.run import testenv
+
+    tests = check.tests
+    assert tests is not None
+    argv = [sys.executable, "-I", str(Path(testenv.__file__).resolve()), "--root", str(root)]
+    if tests.group:
+        argv += ["--group", tests.group]
+    for extra in tests.extras:
+        argv += ["--extra", extra]
+    if tests.requirements:
+        argv += ["--requirements", tests.requirements]
+    return _step(check.name, (CommandSpec(argv=(*argv, "--", *tests.args)),), root, check.options, lane=lane,
+                 expect=check.expect_output, produces=check.produces)
 
 
 def check_placement(ws: Workspace, steps: Sequence[PlannedStep]) -> None:

@@ -372,6 +372,11 @@ def _judge(step: PlannedStep, results: list[CommandResult], warnings: list[Compi
         return Verdict.FAIL, f"{last.command}: crashed with {name}"
     if last.exit_code != 0:
         more = f"; {_warning_summary(warnings)}" if warnings else ""
+        if step.scan_warnings:  # a build: name the source it stopped at, if a compiler said
+            from relgate.run.scanners import first_compiler_error
+
+            error = first_compiler_error(last.tail or "")
+            more += f"; first error {error}" if error else ""
         return Verdict.FAIL, f"{last.command}: exit {last.exit_code}{more}"
     if warnings:
         first = warnings[0]

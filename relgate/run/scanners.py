@@ -24,6 +24,7 @@ from relgate.manifest.specs import AllowRule
 __all__ = [
     "CompilerWarning",
     "StreamScanner",
+    "first_compiler_error",
     "partition",
     "scan",
     "scan_lines",
@@ -98,6 +99,18 @@ def warning_summary(warnings: Sequence[CompilerWarning]) -> str:
     if places == n and lines == n:
         return head
     return f"{head} at {places} place{'' if places == 1 else 's'}, {lines} line{'' if lines == 1 else 's'}"
+
+
+# A compiler's error with its place: gcc/clang "file:line[:col]: [fatal ]error: msg", nvcc "file(line): error: msg".
+_COMPILER_ERROR = re.compile(r"^(?P<where>[^\s:()][^:()\n]*?(?::\d+(?::\d+)?|\(\d+\))):\s*(?:fatal )?error\b[^:\n]*:\s*"
+                             r"(?P<msg>.+)$", re.M)
+
+
+def first_compiler_error(text: str) -> str | None:
+    """``file:line:col: message`` of the first compiler error in ``text`` (a failed build's
+    last lines), so that a red build names the source it stopped at; None when there is none."""
+    match = _COMPILER_ERROR.search(_ANSI.sub("", text)) if "error" in text else None
+    return f"{match['where']}: {match['msg'].strip()[:160]}" if match else None
 
 
 def scan(text: str) -> list[CompilerWarning]:
@@ -184,6 +197,15 @@ _NVCC_TOOL = re.compile(
     r"^(?P<prog>nvcc|ptxas|nvlink|fatbinary|cicc|cudafe\+\+|nvdisasm|cuobjdump)\b"
     r"(?:\s+(?P<file>[^,;:]+?),\s*line\s+(?P<line>\d+)\s*;)?"
     r"\s*warning\s*:\s*(?P<msg>.*)$"
+)
+
+# setuptools' (distutils') own notes about packaging, not compiling: MANIFEST.in patterns
+# that matched nothing, byte-compiling switched off, a missing README, metadata checks. A
+# note of build_ext (an extension that failed to build) is not among them: it counts.
+_SETUPTOOLS_NOTE = re.compile(
+    r"^warning: (?:no (?:previously-included )?(?:files|directories) (?:found )?matching '[^']*'"
+    r"(?: found)?(?: anywhere in distribution| under directory '[^']*')?$"
+    r"|(?:sdist|build_py|install_lib|check|egg_info|install_scripts|install_data|bdist_wheel): )"
 )
 
 # CMake: "CMake Warning at CMakeLists.txt:2 (message):" with the message indented below,
@@ -372,6 +394,8 @@ class StreamScanner:
         """Apply the per-tool rules; True when one of them claimed the line."""
         first = line[:1]
         if first == "w":
+            if _SETUPTOOLS_NOTE.match(line):
+                return True  # setuptools about packaging (see _SETUPTOOLS_NOTE), not a compiler
             match = _RUST_HEADER.match(line)
             if match is not None:
                 self._flush_pending()

@@ -135,8 +135,8 @@ def _batch_text(b: Any, *, who: bool = True) -> str:
 
 def _board_md(name: str, b: BoardComparison, keys: Sequence[str], plots: Mapping[tuple[str, str], str]) -> list[str]:
     out = [f"### `{name}` on {b.board}: {b.verdict}", ""]
-    if b.previous is not None:
-        out.append(f"Previous: {_batch_text(b.previous)}.  ")
+    if b.previous is not None:  # a Markdown backslash line break before the candidate: no trailing spaces
+        out.append(f"Previous: {_batch_text(b.previous)}." + ("\\" if b.candidates else ""))
     if b.candidates:
         out.append(f"Candidate `{(b.candidates[-1].commit_sha or '')[:12]}`: "
                    + ", then ".join(_batch_text(c, who=False) for c in b.candidates) + ".")
@@ -193,7 +193,7 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
                    + ", ".join(f"`{c[:12]}`" for c in s.candidate.same_tree[1:]))
     out += [f"- Boards: {', '.join(rel.boards)}; backends: {', '.join(rel.backends) or 'none named'}"
             + "".join(f"; {backend} on {', '.join(bs)}" for backend, bs in rel.backend_boards),
-            f"- Release notes: {', '.join(s.candidate.notes)}", ""]
+            f"- Release notes: {', '.join(s.candidate.notes) or 'none (the project keeps no changelog)'}", ""]
 
     out += ["## What blocks", ""]
     if open_items:

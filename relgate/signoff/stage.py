@@ -180,7 +180,12 @@ def write_changelog(ws: Workspace, result: SignoffResult, out: TextIO = sys.stdo
     except OSError as exc:
         raise InputError(f"{display_path(path)}: cannot read: {exc.strerror or exc}") from None
     try:
-        new = insert_section(text, version, section)
+        if path.suffix.lower() == ".rst":  # the section in the file's own format
+            from relgate.signoff.changelog_rst import insert_section_rst
+
+            new = insert_section_rst(text, version, section, _TITLE[4:])
+        else:
+            new = insert_section(text, version, section)
     except InputError as exc:
         raise InputError(f"{display_path(path)}: {exc}") from None
     if new != text:
