@@ -71,6 +71,9 @@ def _node(k: Key) -> dict[str, Any]:
                         {"type": "array", "items": {"type": "string"}, "minItems": 1}]
     elif t == "string-or-strings":
         out["anyOf"] = [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+    elif t == "count-or-share":
+        out["anyOf"] = [{"type": "integer", "minimum": 0},
+                        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"}]
     elif t == "table":
         out.update(_table(k.fields))
         _apply(out, k.rules, scalar="object")
@@ -133,6 +136,7 @@ def _toml(value: Any) -> str:
 def _type(k: Key) -> str:
     names = {"strings": "array of strings", "command": "string or array of strings",
              "string-or-strings": "string or array of strings", "map": "table of NAME →",
+             "count-or-share": 'integer (a count) or string (a share, "10%")',
              "array": "array of tables"}
     if k.type == "map" and k.values is not None:
         inner = "table" if k.values.type == "table" else _type(k.values)

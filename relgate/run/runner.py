@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from relgate.core.counts import TestCounts
 from relgate.core.errors import RelgateError
 from relgate.core.patterns import Folded
 from relgate.core.record import record
@@ -42,7 +43,8 @@ from relgate.run.expect import OutputMatcher
 from relgate.run.harness import HarnessScanner, exit_status_reason
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
-from relgate.run.produces import missing_products
+from relgate.run.produces import missing_products, wrote_nothing
+from relgate.run.testcounts import CountScanner, judge_counts
 
 if TYPE_CHECKING:  # the scanners are imported by the first step that scans a build
     from relgate.run.scanners import CompilerWarning, StreamScanner
@@ -92,6 +94,7 @@ class StepOutcome:
     reused_from: int | None = None
     scanned: bool = False  # its commands ran to a zero exit and the output was scanned for warnings
     matched_rules: tuple[AllowRule, ...] = ()  # the allow rules that accepted a warning here
+    tests: TestCounts | None = None  # what the step's test runner said it ran (None: no runner read)
 
 
 @record(frozen=False)
@@ -235,7 +238,8 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         started_ns = os.fstat(fh.fileno()).st_mtime_ns  # the step's start on the file system's clock
         log = FileSink(fh, partial, limit=step.max_log_bytes)
         harness = HarnessScanner()
-        sink = _Tee(log, scanner, matcher, harness)
+        counter = CountScanner()
+        sink = _Tee(log, scanner, matcher, harness, counter)
         try:
             log.write(f"# relgate {session}/{step.name} on {host.name} at {facts.commit}"
                       f"{' (dirty tree)' if facts.dirty else ''}\n")
@@ -285,8 +289,16 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         verdict, reason = _harness_broke(results[-1], harness) or (verdict, reason)
     if judged is not None:
         verdict, reason = judged
+    counts = counter.finish() if step.action is None and results else None
+    if counts is not None and (verdict is Verdict.PASS or (verdict is Verdict.FAIL and not denied
+                                                           and results[-1].exit_code == 5)):
+        # a runner that executed nothing did not show anything (relgate.run.testcounts)
+        verdict, reason = judge_counts(counts, command=results[-1].command, exit_code=results[-1].exit_code,
+                                       max_skipped=step.max_skipped) or (verdict, reason)
     if verdict is Verdict.PASS and step.produces:
         verdict, reason = _judge_products(step, host, started_ns)
+    elif verdict is Verdict.PASS and step.build:
+        verdict, reason = _judge_built(step, host, results, started_ns, ledger.home)
     if log.error is not None:  # a step whose log is incomplete is never judged on it
         verdict, reason = Verdict.ERROR, log.error
     if step.timing_only and verdict is Verdict.PASS:
@@ -319,12 +331,12 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     last = results[-1] if results else None
     ledger.finish_step(step_id, verdict=verdict, reason=reason, exit_code=last.exit_code if last else None,
                        duration=duration, warnings=warnings_json, warning_count=len(denied), log_path=final,
-                       log_sha256=sha, tail=tail)
+                       log_sha256=sha, tail=tail, tests=counts.to_json() if counts is not None else None)
     return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
                        duration=duration, log_path=final, warnings=tuple(denied),
                        allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored,
                        scanned=scanner is not None and bool(results) and results[-1].ok,
-                       matched_rules=tuple(dict.fromkeys(r for _, r in allowed)))
+                       matched_rules=tuple(dict.fromkeys(r for _, r in allowed)), tests=counts)
 
 
 def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult, tuple[Verdict, str] | None]:
@@ -409,6 +421,23 @@ def _judge_products(step: PlannedStep, host: Host, started_ns: int) -> tuple[Ver
     return (Verdict.PASS, None) if missing is None else (Verdict.FAIL, missing)
 
 
+def _judge_built(step: PlannedStep, host: Host, results: list[CommandResult], started_ns: int,
+                 home: Path) -> tuple[Verdict, str | None]:
+    """A build step that declares no ``produces`` passes only if it wrote a file under its
+    folder during the step (a default goal that prints help writes none). A cargo build that
+    finished is the exception: cargo's fingerprints vouch for units an earlier build wrote (a
+    no-op rebuild writes nothing), and its target folder may lie outside the project."""
+    if host.spec.kind != "local":
+        return Verdict.PASS, None  # files on another machine: judged by produces only
+    if wrote_nothing(step.cwd, since_ns=started_ns, exclude=(home,)):
+        if results and results[-1].command.startswith("cargo ") and "Finished" in results[-1].tail:
+            return Verdict.PASS, ("cargo: nothing written under the project (every unit fresh, or a target "
+                                  "folder elsewhere); cargo checked its fingerprints")
+        return Verdict.FAIL, (f"built nothing: no file under {step.cwd} was written during the step "
+                              "(declare what it builds in produces)")
+    return Verdict.PASS, None
+
+
 def _warning_json(w: CompilerWarning) -> dict[str, object]:
     return {"tool": w.tool, "file": w.file, "line": w.line, "column": w.column, "message": w.message,
             "code": w.code, "printed": w.printed}
@@ -430,8 +459,9 @@ class _Tee:
     (they see the output even when the log cannot keep it)."""
 
     def __init__(self, log: FileSink, scanner: StreamScanner | None, matcher: OutputMatcher | None,
-                 harness: HarnessScanner) -> None:
+                 harness: HarnessScanner, counter: CountScanner) -> None:
         self._log, self._scanner, self._matcher, self._harness = log, scanner, matcher, harness
+        self._counter = counter
         self.path = log.path
 
     def write(self, text: str) -> None:
@@ -441,4 +471,5 @@ class _Tee:
         if self._matcher is not None:
             self._matcher.feed(text)
         self._harness.feed(text, folded)
+        self._counter.feed(text)
         self._log.write(text)

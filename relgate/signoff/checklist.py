@@ -7,7 +7,7 @@ commit, or from a dirty tree, never count); manual items need a person's attesta
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from typing import Any
 
@@ -195,11 +195,23 @@ def _quality(facts: Facts, name: str, boards: Sequence[str]) -> tuple[str, str, 
 def _auto(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> tuple[str, str, tuple[StepRow, ...]]:
     kind, arg = item.auto_kind
     boards = spec.release.boards_for(item.applies) if item.boards is None else item.boards
+    offers = _offering(spec, item)
+    if item.applies and kind in ("session", "lane", "measure", "quality") and boards:
+        # an item of a backend passes only where that backend is: nvcc compiling on a
+        # GPU-less host is no CUDA board's check
+        kept = tuple(b for b in boards if offers(b))
+        if not kept:
+            return "missing", (f"no board of this release offers {' or '.join(item.applies)} "
+                               f"({', '.join(boards)}: no such board; name one in "
+                               f"release.backend_boards, or mark the item not validated)"), ()
+        boards = kept
     where = boards or None  # boards = []: wherever it ran
     if kind == "session":
-        return _per_board(facts, [r for r in facts.steps if r.session == arg], arg or "", where, item.targets)
+        rows = [r for r in facts.steps if r.session == arg and (offers(_board(r)) or r.verdict is Verdict.NOT_RUN)]
+        return _per_board(facts, rows, arg or "", where, item.targets)
     if kind == "lane":
-        return _per_board(facts, [r for r in facts.steps if r.lane == arg], arg or "", where, item.targets)
+        rows = [r for r in facts.steps if r.lane == arg and (offers(_board(r)) or r.verdict is Verdict.NOT_RUN)]
+        return _per_board(facts, rows, arg or "", where, item.targets)
     if kind in ("package", "publish"):
         session = "package_verify" if kind == "package" else "publish_dry_run"
         return _per_board(facts, [r for r in facts.steps if r.session == session], session, None, item.targets)
@@ -210,6 +222,13 @@ def _auto(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> tuple[str, 
     if kind == "measure":
         return _measure(facts, arg or "", boards)
     return _quality(facts, arg or "", boards)
+
+
+def _offering(spec: ChecklistSpec, item: ChecklistItem) -> Callable[[str], bool]:
+    """A test of a board: does it offer one of the item's backends (every board, for an item of none)."""
+    if not item.applies:
+        return lambda board: True
+    return lambda board: any(spec.release.offers(board, backend) for backend in item.applies)
 
 
 def evaluate_item(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> ItemResult:
