@@ -164,3 +164,27 @@ def test_pytest_all_skipped_pytest_exit_5_and_ctest_with_no_test_are_not_run(hel
     helpmake.nox("host", extra=("--", "unit"))
     unit = rows(helpmake)["unit"]
     assert unit["verdict"] == "fail" and unit["tests"]["text"] == "1 passed, 1 failed", unit
+
+
+# --- the checklist: an item of a backend passes only on a board that offers it ---------------------
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc is not on PATH (the CUDA build must compile)")
+def test_the_bundled_host_cuda_item_is_not_passed_by_a_gpu_less_host(tmp_path: Path) -> None:
+    from conftest import copy_example
+
+    tiny = copy_example(tmp_path, "tinyinfer")
+    done = tiny.nox("host", extra=("--", "release-cuda"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert rows(tiny)["release-cuda"]["verdict"] == "pass"  # nvcc compiled here: a compile-only fact
+    tiny.nox("signoff")
+    items = {i["id"]: i for i in json.loads((tiny.home / "signoff" / "signoff.json").read_text())["items"]}
+    cuda = items["host-cuda"]
+    assert cuda["status"] == "missing", cuda
+    assert cuda["reason"].startswith("no board of this release offers cuda (host:local: no such board")
+    # a board declared for the backend is one that offers it
+    checklist = tiny.manifests / "checklist.toml"
+    checklist.write_text(checklist.read_text().replace(
+        'backends = ["cpu", "cuda"]', 'backends = ["cpu", "cuda"]\nbackend_boards = { cuda = ["host:local"] }'))
+    tiny.nox("signoff")
+    items = {i["id"]: i for i in json.loads((tiny.home / "signoff" / "signoff.json").read_text())["items"]}
+    assert items["host-cuda"]["status"] == "passed", items["host-cuda"]

@@ -108,7 +108,17 @@ def _per_board(facts: Facts, rows: Sequence[StepRow], what: str, boards: Sequenc
     if missing:
         return "missing", "; ".join(missing), tuple(used)
     where = f" on {', '.join(boards)}" if boards else ""
-    return "passed", f"{len(used)} step(s) passed{where}", tuple(used)
+    return "passed", f"{len(used)} step(s) passed{where}{_tests_text(used)}", tuple(used)
+
+
+def _tests_text(rows: Sequence[StepRow]) -> str:
+    """``; tests: 41 passed, 2 skipped`` summed over the rows whose runner was read ('' if none)."""
+    counted = [r.tests for r in rows if r.tests is not None]
+    if not counted:
+        return ""
+    passed, failed, skipped = (sum(getattr(c, f) for c in counted) for f in ("passed", "failed", "skipped"))
+    parts = [f"{passed} passed"] + [f"{n} {w}" for n, w in ((failed, "failed"), (skipped, "skipped")) if n]
+    return f"; tests: {', '.join(parts)} ({len(counted)} of {len(rows)} step(s) counted)"
 
 
 def _evidence(facts: Facts, boards: Sequence[str]) -> tuple[str, str, tuple[StepRow, ...]]:
@@ -275,7 +285,8 @@ def describe(result: ItemResult) -> dict[str, Any]:
     out: dict[str, Any] = {"id": result.item.id, "title": result.item.title, "status": result.status,
                            "reason": result.reason, "kind": "manual" if result.item.manual else result.item.auto,
                            "links": [{"step": r.id, "run": r.run_id, "session": r.session, "name": r.step,
-                                      "board": _board(r), "verdict": r.verdict.value, "log": r.log_path}
+                                      "board": _board(r), "verdict": r.verdict.value, "log": r.log_path,
+                                      "tests": r.tests.text() if r.tests is not None else None}
                                      for r in result.steps]}
     if result.decision is not None:
         d = result.decision
