@@ -56,3 +56,13 @@ def test_a_new_test_file_without_a_lane_is_named_and_the_red_census_reason_lists
     assert done.returncode == 1
     reason = rows(autocrate)["lane-census"]["reason"]
     assert reason == "4 violations: unassigned overflow; stale-row layout, overfow, scan_parity", reason
+
+
+def test_a_red_census_in_a_multi_session_run_lets_nox_print_its_summary(autocrate: Project) -> None:
+    (autocrate.root / "tests" / "overflow.rs").write_text("#[test]\nfn t() {}\n")
+    done = autocrate.nox("census", "gate")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "nox > Ran 2 sessions:" in done.stderr, done.stderr  # the run went on to gate and its summary
+    assert "* census: aborted" in done.stderr and "* gate: aborted" in done.stderr, done.stderr
+    listed = autocrate.nox("census", extra=("--", "--list"))
+    assert listed.returncode == 0, listed.stdout + listed.stderr
