@@ -196,7 +196,9 @@ def test_init_on_the_c_example_then_nox_host_is_green(tinyinfer):
     assert "read with make -pRrq" in done.stdout
     builds = (root / "manifests" / "builds.toml").read_text()
     assert 'run = "make all"' in builds and 'clean = "make clean"' in builds and 'run = "make test"' in builds
-    assert '# run = "make cuda"' in builds  # offered, not switched on
+    assert 'produces = ["build/libtinyinfer.a", "build/tinyinfer"]' in builds
+    assert '[release.cuda]\nclean = "make clean"\nrun = "make cuda"\nproduces = ["build/tinyinfer-cuda"]\n' \
+           'requires = ["nvcc"]' in builds  # its recipe calls nvcc: built where nvcc is, not-run elsewhere
     assert (root / "noxfile.py").is_file()
     assert_schema_headed_and_valid(root / "manifests", root / "hosts")
     tinyinfer.commit("relgate init")

@@ -23,6 +23,7 @@ from typing import Any
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
+from relgate.manifest.make_db import MakeDatabase, parse_database
 from relgate.manifest.schema import Checker, display_path, read_toml
 
 __all__ = ["CargoFacts", "CargoTarget", "MakeFacts", "PythonFacts", "detect_kinds", "read_cargo", "read_make",
@@ -144,6 +145,7 @@ class MakeFacts:
     makefile: str
     targets: tuple[str, ...]  # in the database's order (sorted)
     default_goal: str | None
+    database: MakeDatabase | None = None  # the rules and variables (relgate.manifest.make_db)
 
 
 _DEFAULT_GOAL = re.compile(r"^\.DEFAULT_GOAL :?= (\S+)\s*$", re.M)
@@ -168,7 +170,7 @@ def read_make(root: Path, *, make: str | None = None) -> MakeFacts:
         raise InputError(f"{display_path(root / makefile)}: make -pRrq printed no rule database: {last}")
     goal = _DEFAULT_GOAL.search(done.stdout)
     return MakeFacts(makefile=makefile, targets=tuple(make_targets_of(done.stdout, root)),
-                     default_goal=goal.group(1) if goal else None)
+                     default_goal=goal.group(1) if goal else None, database=parse_database(done.stdout))
 
 
 def make_targets_of(database: str, root: Path) -> list[str]:

@@ -88,30 +88,77 @@ def cargo_builds(facts: CargoFacts) -> str:
 
 
 def make_builds(facts: MakeFacts) -> str:
+    """builds.toml of a make project: a release build per target that builds (read from the
+    rule database: its recipes compile, link or write), each with what it produces and the
+    toolkit it needs; never a goal that only prints help."""
+    from relgate.manifest.make_db import build_target, release_builds
+
     targets = list(facts.targets)
     clean = "clean" in targets
     test = next((t for t in ("test", "check") if t in targets), None)
-    goal = facts.default_goal if facts.default_goal in targets else None
+    db = facts.database
+    releases = release_builds(db, facts.targets, facts.default_goal) if db is not None else []
     lines = [
         f"# Release builds and the host checks `nox -s host` runs, in order (read from make -pRrq on "
         f"{facts.makefile}).",
-        "# A release target starts clean; its output must be warning-free.",
+        "# A release target starts clean; its output must be warning-free, and it must write what it",
+        "# produces (a build that writes nothing is `fail: built nothing`).",
         "",
-        "[release.default]",
     ]
-    if clean:
-        lines.append('clean = "make clean"')
-    lines += [f'run = "make{" " + goal if goal else ""}"', ""]
-    offered = [t for t in targets if t not in ("clean", test, goal)]
-    if offered:
-        lines += ["# The Makefile's other targets, offered as release builds: uncomment the ones a release",
-                  "# must build (a target that needs a GPU toolkit: add requires = [\"nvcc\"]).", ""]
-        for t in offered:
-            lines += [f"# [release.{t}]"] + (['# clean = "make clean"'] if clean else []) + [f'# run = "make {t}"', ""]
-    lines += ["[[check]]", 'name = "release"', 'release = "default"', ""]
+    skipped = [build_target(db, t) for t in targets if db is not None and t not in ("clean", test)
+               and t not in {r.name for r in releases}]
+    quiet = [b for b in skipped if not b.builds]
+    if quiet:
+        lines += ["# Not release builds (their recipes compile and write nothing):"]
+        lines += [f"#   make {b.name}: {b.why}" for b in quiet]
+        lines.append("")
+    runners = [b for b in skipped if b.builds]
+    if runners:
+        lines += ["# Targets that run something (a test, a bench, a script): give each a lane in lanes.toml",
+                  "# ([target.NAME] command = \"make NAME\"), or a [[check]] here:"]
+        lines += [f"#   make {b.name}: {b.why}" + (f"; needs {', '.join(b.toolkits)}" if b.toolkits else "")
+                  for b in runners]
+        lines.append("")
+    if not releases:
+        lines += ["# No target of this Makefile builds anything that make -pRrq shows; name the release build:",
+                  "# [release.default]", '# run = "make TARGET"', '# produces = ["path/of/what/it/builds"]', ""]
+    for index, build in enumerate(releases):
+        name = "default" if index == 0 else _release_name(build.name)
+        lines.append(f"[release.{name}]")
+        if clean:
+            lines.append('clean = "make clean"')
+        lines.append(f'run = "make {build.name}"')
+        if build.produces:
+            lines.append("produces = [" + ", ".join(quote(p) for p in build.produces) + "]")
+        if build.toolkits:
+            lines.append("requires = [" + ", ".join(quote(k) for k in build.toolkits) + "]   # its recipes call "
+                         + " and ".join(build.toolkits) + "; compiles without a GPU")
+        lines.append("")
+    # the builds that need a toolkit first, so the plain build's files are the ones left for the tests
+    ordered = [*range(1, len(releases)), 0] if releases else []
+    for index in ordered:
+        build = releases[index]
+        check = "release" if index == 0 else f"release-{_release_name(build.name)}"
+        lines += ["[[check]]", f"name = {quote(check)}", f"release = {quote('default' if index == 0 else _release_name(build.name))}", ""]
     if test:
-        lines += ["[[check]]", f'name = "{test}"', f'run = "make {test}"', ""]
+        lines += ["[[check]]", f'name = "{test}"', f'run = "make {test}"']
+        kits = build_target(db, test).toolkits if db is not None else ()
+        if kits:
+            lines.append("requires = [" + ", ".join(quote(k) for k in kits) + "]")
+        lines.append("")
     return "\n".join(lines)
+
+
+def _release_name(target: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", target) or "build"
+
+
+def make_build_command(facts: MakeFacts) -> str:
+    """The command that builds the project in package_verify's extracted tree."""
+    from relgate.manifest.make_db import release_builds
+
+    releases = release_builds(facts.database, facts.targets, facts.default_goal) if facts.database else []
+    return f"make {releases[0].name}" if releases else "make"
 
 
 def python_builds(facts: PythonFacts) -> str:
@@ -171,7 +218,7 @@ def package_toml(r: Reading, *, lanes: str | None) -> str:
             pkg.append(f"fixtures = [{quote(lanes)}]   # the census reads it in the published crate too")
         publish.append('# registry = "local"   # cargo publish --locked --dry-run --registry NAME')
     elif isinstance(facts, MakeFacts):
-        pkg.append('build_command = "make"')
+        pkg.append(f"build_command = {quote(make_build_command(facts))}")
         test = next((t for t in ("test", "check") if t in facts.targets), None)
         pkg.append(f'test_command = "make {test}"' if test else '# test_command = "make test"')
     else:
