@@ -15,7 +15,7 @@ from relgate.manifest.discover import CargoFacts, CargoTarget, MakeFacts, Python
 from relgate.manifest.keys import BUILTIN_LANES
 
 __all__ = ["UNASSIGNED", "Reading", "cargo_lane", "cargo_builds", "make_builds", "python_builds", "project_toml",
-           "lanes_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml", "NOXFILE", "quote",
+           "lanes_toml", "lane_settings_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml", "NOXFILE", "quote",
            "env_prefix", "judged_targets"]
 
 UNASSIGNED = "?"
@@ -71,17 +71,31 @@ def cargo_builds(facts: CargoFacts) -> str:
         f'run = "cargo build --release{locked}"',
         "",
     ]
-    if features:
+    gpu = set(facts.gpu_features)
+    plain_sets = [s for s in sets if not gpu & set(s.split(","))]
+    gpu_sets = [s for s in sets if gpu & set(s.split(","))]
+    run = f'run = "cargo build --release{locked} --all-targets --no-default-features --features {{features}}"'
+    if plain_sets:
         lines += [
-            "# cargo-hack's shape: no default features, each feature alone, all features.",
-            "[matrix.features]",
-            f'run = "cargo build --release{locked} --all-targets --no-default-features --features {{features}}"',
-            "features = [" + ", ".join(quote(s) for s in sets) + "]",
+            "# cargo-hack's shape: no default features, each feature alone, all features (the crate's",
+            "# [features] only: an optional dependency's implicit feature is none of them).",
+            "[matrix.features]", run,
+            "features = [" + ", ".join(quote(s) for s in plain_sets) + "]",
+            "",
+        ]
+    if gpu_sets:
+        lines += [
+            "# The feature sets that switch CUDA on build where the CUDA toolkit is (no GPU needed).",
+            "[matrix.cuda]", run,
+            "features = [" + ", ".join(quote(s) for s in gpu_sets) + "]",
+            'requires = ["nvcc"]',
             "",
         ]
     lines += ["[[check]]", 'name = "release"', 'release = "default"', ""]
-    if features:
+    if plain_sets:
         lines += ["[[check]]", 'name = "features"', 'matrix = "features"', ""]
+    if gpu_sets:
+        lines += ["[[check]]", 'name = "features-cuda"', 'matrix = "cuda"', ""]
     if facts.has_lib:
         lines += ["[[check]]", 'name = "unit"', f'run = "cargo test --release{locked} --lib"', ""]
     return "\n".join(lines)
@@ -209,6 +223,18 @@ def lanes_toml(r: Reading) -> str:
     return "\n".join(rows)
 
 
+def lane_settings_toml(settings: dict[str, tuple[str, bool]]) -> str:
+    """``[lane.gate] features = ["cuda"]`` (and ``requires = ["cuda"]`` for a CUDA feature) for
+    each lane whose every file is compiled only with that feature."""
+    out: list[str] = []
+    for lane, (feature, gpu) in settings.items():
+        out += ["", f"# every {lane}-lane file starts with #![cfg(feature = {quote(feature)})]: without it, "
+                    "each runs 0 tests", f"[lane.{lane}]", f"features = [{quote(feature)}]"]
+        if gpu:
+            out.append('requires = ["cuda"]   # a host with a GPU; elsewhere the lane is "not run: no host offers cuda"')
+    return "\n".join(out)
+
+
 def package_toml(r: Reading, *, lanes: str | None) -> str:
     pkg = ["# What `nox -s package_verify` and `nox -s publish_dry_run` check.", "", "[package]"]
     publish: list[str] = []
@@ -240,6 +266,11 @@ def _package_steps(facts: CargoFacts) -> list[str]:
     return steps
 
 
+#: Lanes of per-board instruments run one at a time by name: their items are attested, not auto.
+MANUAL_LANES = {"record": "Record-lane captures re-recorded where this release changed them (run by name)",
+                "qualification": "Qualification tools run on each board and toolkit of the release (run by name)"}
+
+
 def checklist_toml(r: Reading, *, lanes_used: Sequence[str]) -> str:
     package = 'auto = "package"'
     if isinstance(r.facts, CargoFacts):
@@ -247,6 +278,9 @@ def checklist_toml(r: Reading, *, lanes_used: Sequence[str]) -> str:
     items = [("host", "Host checks passed (census, release builds, tests, diff check)", 'auto = "session:host"'),
              ("no-warnings", "No compiler warning in any release or test build", 'auto = "warnings"'),
              *((f"lane-{lane}", f"Every {lane}-lane target passed on every board", f'auto = "lane:{lane}"')
+               if lane not in MANUAL_LANES else
+               (f"lane-{lane}", MANUAL_LANES[lane], "manual = true   # attested, or a run linked with "
+                                                   f"relgate run --item lane-{lane} -- nox -s {lane} -- NAME")
                for lane in lanes_used),
              ("evidence", "Evidence clean against the last accepted release", 'auto = "evidence"'),
              ("package", "Package built from the commit and verified offline", package),

@@ -222,8 +222,10 @@ def generated_files() -> dict[str, str]:
 
 def schema_comment(name: str, manifest: Path, schema_dir: Path | None, root: Path | None = None) -> str | None:
     """The ``#:schema`` line Taplo reads, pointing from ``manifest`` at ``NAME.schema.json`` in
-    ``schema_dir``: a relative path when the schemas lie inside ``root`` (the repository), else a
-    ``file://`` URI; None when no schema folder is at hand."""
+    ``schema_dir``: a relative path when the schemas lie inside ``root`` (the repository); None
+    otherwise (a ``file://`` path into the installing machine's relgate would be committed with
+    the file and resolve nowhere else) and when no schema folder is at hand. ``relgate schema
+    NAME`` prints the schema wherever relgate is installed."""
     if schema_dir is None or not (schema_dir / f"{name}.schema.json").is_file():
         return None
     import os
@@ -231,4 +233,4 @@ def schema_comment(name: str, manifest: Path, schema_dir: Path | None, root: Pat
     target = (schema_dir / f"{name}.schema.json").resolve()
     if root is not None and target.is_relative_to(Path(root).resolve()):
         return f"#:schema {Path(os.path.relpath(target, Path(manifest).resolve().parent)).as_posix()}"
-    return f"#:schema {target.as_uri()}"
+    return None
