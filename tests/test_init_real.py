@@ -91,3 +91,50 @@ def test_init_on_a_crate_whose_gate_files_need_the_cuda_feature(tmp_path: Path) 
     assert not any(r["verdict"] == "pass" and r["step"] in ("gate_kernels", "gate_norm", "contract_api")
                    for r in json.loads(project.relgate("status", "--json").stdout)["steps"])
     assert _relgate(root, "init", "--check").returncode == 0
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on PATH")
+def test_a_crate_in_the_runbooks_layout_goes_from_init_to_a_complete_sign_off(tmp_path: Path) -> None:
+    """Over 20 s: the Rust example (autotests off, benches, tools/qualification) with no manifests:
+    init, the lanes, package_verify, the manual items attested, evidence skipped with a reason
+    (what init cannot know: no accepted baseline yet), and the sign-off is complete."""
+    from conftest import copy_example
+
+    crate = copy_example(tmp_path, "scankern")
+    root = _bare(crate)
+    env = {**crate.env, "RELGATE_MANIFESTS": str(root / "manifests"), "RELGATE_HOSTS": str(root / "hosts")}
+
+    def relgate(*args: str, code: int = 0) -> str:
+        done = subprocess.run([sys.executable, "-m", "relgate.cli", *args], cwd=root, capture_output=True,
+                              text=True, timeout=600, env=env)
+        assert done.returncode == code, (args, done.stdout[-3000:], done.stderr[-2000:])
+        return done.stdout
+
+    def nox(*sessions: str, code: int = 0) -> str:
+        done = subprocess.run([sys.executable, "-m", "nox", "-s", *sessions], cwd=root, capture_output=True,
+                              text=True, timeout=600, env=env)
+        assert done.returncode == code, (sessions, done.stdout[-3000:], done.stderr[-2000:])
+        return done.stdout
+
+    relgate("init")
+    checklist = (root / "manifests" / "checklist.toml").read_text()
+    assert 'id = "lane-record"' in checklist and 'id = "lane-qualification"' in checklist
+    assert checklist.count("manual = true") == 4  # record, qualification, ci-green, maintainer-approval
+    crate.commit("relgate init")
+    relgate("init", "--check")
+    nox("host", "gate", "contract", "bench")
+    nox("package_verify")
+    items = relgate("signoff", code=1)
+    assert "lane-gate            passed" in items and "tests: 9 passed" in items
+    for item in ("lane-record", "lane-qualification", "ci-green", "maintainer-approval"):
+        relgate("attest", item, "--by", "Release Engineer", "--note", f"{item} for this candidate")
+    relgate("skip", "evidence", "--by", "Release Engineer", "--reason", "first release under relgate: no "
+            "accepted evidence baseline yet")
+    done = relgate("signoff")
+    assert ": complete" in done, done
+    doc = json.loads((crate.home / "signoff" / "signoff.json").read_text())
+    assert doc["complete"] is True
+    status = {i["id"]: i["status"] for i in doc["items"]}
+    assert status["lane-gate"] == status["lane-contract"] == status["host"] == status["package"] == "passed"
+    gate = next(i for i in doc["items"] if i["id"] == "lane-gate")
+    assert all(link["tests"] is None or "passed" in link["tests"] for link in gate["links"])
