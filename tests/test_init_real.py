@@ -60,6 +60,14 @@ def test_init_on_a_make_project_whose_default_goal_prints_help(tmp_path: Path) -
     else:  # it compiled (no GPU is needed for that) and wrote what it produces
         assert cuda["verdict"] == "pass", cuda
     assert host.returncode == 0, host.stdout[-3000:] + host.stderr[-2000:]
+    # no version and no changelog: the sign-off says so, never "None" nor a CHANGELOG.md that is not there
+    signoff = subprocess.run([sys.executable, "-m", "relgate.cli", "signoff"], cwd=root, capture_output=True,
+                             text=True, timeout=600, env={**project.env, "RELGATE_MANIFESTS": str(root / "manifests"),
+                                                          "RELGATE_HOSTS": str(root / "hosts")})
+    assert "sign-off of helpmake (no version) at" in signoff.stdout, signoff.stdout + signoff.stderr
+    md = (project.home / "signoff" / "signoff.md").read_text()
+    assert "None" not in md and "CHANGELOG.md" not in md, md
+    assert "- Release notes: none (no changelog" in md
 
 
 @pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on PATH")

@@ -138,7 +138,7 @@ def _check_hosts(c: Checker, key: str, boards: Iterable[str], hosts: tuple[str, 
                                      f"{did_you_mean(name, hosts)} (hosts: {', '.join(sorted(hosts))})")
 
 
-def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", changelog: str = "CHANGELOG.md",
+def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", changelog: str | None = "CHANGELOG.md",
                     measures: tuple[str, ...] | None = None, quality: tuple[str, ...] | None = None,
                     hosts: tuple[str, ...] | None = None) -> ChecklistSpec:
     """``measures``/``quality``: the names measurements.toml declares; ``hosts``: the declared
@@ -223,7 +223,7 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
             c.problem(f"release.tag_requires[{j}]", f'no item "{item_id}"{did_you_mean(item_id, seen)}')
         elif not next(i for i in items if i.id == item_id).manual:
             c.problem(f"release.tag_requires[{j}]", f'"{item_id}" is not a manual item (a person attests it)')
-    notes = tuple(c.string_list(rel, "release", "notes")) if "notes" in rel else (changelog,)
+    notes = tuple(c.string_list(rel, "release", "notes")) if "notes" in rel else ((changelog,) if changelog else ())
     release_version = c.get(rel, "release", "version", str, version) or version  # checked before the raise
     c.raise_if_problems()
     return ChecklistSpec(release=ReleaseSpec(version=release_version,

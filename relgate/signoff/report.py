@@ -170,7 +170,7 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
     plots = plots or {}
     rel = s.checklist.release
     open_items = s.open_items
-    out = [f"# Sign-off: {s.project} {s.version}", ""]
+    out = [f"# Sign-off: {s.named}", ""]
     if s.complete:
         out.append("**Verdict: complete.** Every item passed, was attested, or was skipped or not validated "
                    "with its text.")
@@ -184,7 +184,7 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
                    + ", ".join(f"`{c[:12]}`" for c in s.candidate.same_tree[1:]))
     out += [f"- Boards: {', '.join(rel.boards)}; backends: {', '.join(rel.backends) or 'none named'}"
             + "".join(f"; {backend} on {', '.join(bs)}" for backend, bs in rel.backend_boards),
-            f"- Release notes: {', '.join(s.candidate.notes)}", ""]
+            f"- Release notes: {', '.join(s.candidate.notes) or 'none (no changelog; release.notes names them)'}", ""]
 
     out += ["## What blocks", ""]
     if open_items:
@@ -263,7 +263,7 @@ def _worst(b: BoardComparison, keys: Sequence[str]) -> MetricResult | None:
 def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> str:
     """The section for the version's release notes."""
     out = [f"### {SECTION_TITLE}", ""]
-    out.append(f"{s.project} {s.version} was signed off at commit `{s.candidate.commit[:12]}` on "
+    out.append(f"{s.named} was signed off at commit `{s.candidate.commit[:12]}` on "
                f"{', '.join(s.checklist.release.all_boards)}" + ("" if s.complete else " — the sign-off is **incomplete**")
                + ".")
     out.append("")
