@@ -149,6 +149,7 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
     """
     summary = RunSummary(run_id=run_id, session=session, facts=facts)
     passed: set[str] = set()
+    unreachable: dict[str, str] = {}  # host → the step that found cargo's registry unreachable there
     with sigterm_interrupts():
         for step in steps:
             blocked = next((name for name in step.needs if name not in passed), None)
@@ -156,8 +157,14 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
             host_name = placed.host.name if not isinstance(placed, str) else "-"
             reporter.step_started(step, host_name)
             try:
-                outcome = _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed,
-                                   ledger=ledger, reuse=reuse and not facts.dirty)
+                if host_name in unreachable and _runs_cargo(step):  # one error per host, not one retry loop each
+                    outcome = _registry_down(step, session=session, run_id=run_id, facts=facts, placed=placed,
+                                             ledger=ledger, first=unreachable[host_name])
+                else:
+                    outcome = _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed,
+                                       ledger=ledger, reuse=reuse and not facts.dirty)
+                if outcome.verdict is Verdict.ERROR and (outcome.reason or "").startswith(REGISTRY_DOWN):
+                    unreachable.setdefault(host_name, step.name)
             except Interrupted as exc:
                 summary.interrupted = signal.Signals(exc.signum).name
                 ledger.finish_run(run_id, "interrupted")
@@ -175,6 +182,30 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
             reporter.step_finished(outcome)
     ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
     return summary
+
+
+REGISTRY_DOWN = "cargo cannot reach its registry"
+
+
+def _runs_cargo(step: PlannedStep) -> bool:
+    return step.action is None and any((c.argv[:1] == ("cargo",)) or (c.shell or "").lstrip().startswith("cargo ")
+                                       for c in step.commands)
+
+
+def _registry_down(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
+                   ledger: Ledger, first: str) -> StepOutcome:
+    """A cargo step on a host whose registry an earlier step of this run could not reach: the
+    same ``error``, recorded at once (cargo would retry for minutes and say it again)."""
+    assert not isinstance(placed, str)
+    host = placed.host
+    reason = f"{REGISTRY_DOWN} (found by {first} on {host.name} in this run; not retried)"
+    step_id = ledger.record_step(verdict=Verdict.ERROR, reason=reason, run_id=run_id, session=session,
+                                 step=step.name, lane=step.lane, target=step.target, commit=facts.commit,
+                                 dirty=facts.dirty, command=step.display(), cwd=str(step.cwd),
+                                 env=redact_env(step.env), host=host.name, board=host.board,
+                                 driver=host.facts.driver, toolkit=host.facts.toolkit)
+    return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=Verdict.ERROR, reason=reason,
+                       duration=0.0)
 
 
 def run_step(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
