@@ -82,9 +82,8 @@ class ConsoleReporter:
             self._stop.set()
             self._stop = None
         lane = f"{o.step.lane}  " if o.step.lane else ""
-        line = f"{lane}{o.step.name}  {_paint(o.verdict, self.colour)}  {_seconds(o.duration)}  [{o.host}]"
-        if o.tests is not None and o.tests.total:
-            line += f"  ({o.tests.text()})"
+        counted = f"  ({o.tests.text()})" if o.tests is not None and o.tests.total else ""
+        line = f"{lane}{o.step.name}  {_paint(o.verdict, self.colour)}  {_seconds(o.duration)}{counted}  [{o.host}]"
         if o.reason and o.verdict is not Verdict.PASS:
             line += f"  {o.reason}"
         lines = [line]
