@@ -106,7 +106,7 @@ def make_builds(facts: MakeFacts) -> str:
     """builds.toml of a make project: a release build per target that builds (read from the
     rule database: its recipes compile, link or write), each with what it produces and the
     toolkit it needs; never a goal that only prints help."""
-    from relgate.manifest.make_db import build_target, release_builds
+    from relgate.manifest.make_db import NOT_RELEASES, build_target, own_recipe_builds, release_builds
 
     targets = list(facts.targets)
     clean = "clean" in targets
@@ -127,7 +127,15 @@ def make_builds(facts: MakeFacts) -> str:
         lines += ["# Not release builds (their recipes compile and write nothing):"]
         lines += [f"#   make {b.name}: {b.why}" for b in quiet]
         lines.append("")
-    runners = [b for b in skipped if b.builds]
+    others = [b for b in skipped if b.builds and b.name not in NOT_RELEASES and own_recipe_builds(db, b.name)
+              and not any(ch in b.why for ch in ("-gcc", "-g++", "-clang"))]
+    if others:
+        lines += ["# Other builds (the same files with other flags, say): add one as a [release.NAME] if a",
+                  "# release must build it:"]
+        lines += [f"#   make {b.name}: {b.why}" + (f"; needs {', '.join(b.toolkits)}" if b.toolkits else "")
+                  for b in others]
+        lines.append("")
+    runners = [b for b in skipped if b.builds and b not in others]
     if runners:
         lines += ["# Targets that run something (a test, a bench, a script): give each a lane in lanes.toml",
                   "# ([target.NAME] command = \"make NAME\"), or a [[check]] here:"]

@@ -16,7 +16,8 @@ from collections.abc import Mapping
 
 from relgate.core.record import record
 
-__all__ = ["MakeRule", "MakeDatabase", "BuildTarget", "parse_database", "build_target", "release_builds"]
+__all__ = ["MakeRule", "MakeDatabase", "BuildTarget", "parse_database", "build_target", "release_builds",
+           "own_recipe_builds"]
 
 # Programs whose run means something was compiled, archived or linked.
 _COMPILERS = ("cc", "gcc", "g++", "c++", "clang", "clang++", "nvcc", "hipcc", "icx", "icpx", "gfortran", "ar", "ld",
@@ -164,6 +165,18 @@ def build_target(db: MakeDatabase, name: str) -> BuildTarget:
                        toolkits=tuple(sorted(kits)), why=why or "")
 
 
+def _outputs(db: MakeDatabase, rule: MakeRule) -> list[str]:
+    """The files a rule's recipe names with ``-o FILE`` (``$@``: the rule's target), objects
+    (``.o``) left out: what a person runs is the program or library."""
+    found: list[str] = []
+    for line in rule.recipe:
+        for words in _commands(_expand(line.replace("$@", rule.target), db.variables)):
+            for flag, value in zip(words, words[1:]):
+                if flag == "-o" and not value.endswith((".o", ".obj")) and "$" not in value and value not in found:
+                    found.append(value)
+    return found
+
+
 def _products(db: MakeDatabase, name: str) -> tuple[str, ...]:
     """The files ``make NAME`` makes: NAME itself when it is a file rule with a recipe, else its
     prerequisites that are (through phony ones); a folder made by ``mkdir`` alone is none."""
@@ -177,12 +190,15 @@ def _products(db: MakeDatabase, name: str) -> tuple[str, ...]:
         rule = db.rules.get(target)
         if rule is None:
             return
-        if not rule.phony and rule.recipe and not any(ch in target for ch in "%$"):
-            only_mkdir = all(_commands(_expand(line, db.variables))[0][:1] == ["mkdir"]
-                             for line in rule.recipe if _commands(line))
-            if not only_mkdir:
-                out.append(target)
+        written = _outputs(db, rule)
+        if written:
+            out.extend(w for w in written if w not in out)
+            if not rule.phony:
                 return
+        elif not rule.phony and rule.recipe and not any(ch in target for ch in "%$") \
+                and any("$@" in line or target in line for line in rule.recipe):
+            out.append(target)
+            return
         if rule.phony or top:
             for dep in rule.prerequisites:
                 visit(dep, False)
@@ -193,10 +209,10 @@ def _products(db: MakeDatabase, name: str) -> tuple[str, ...]:
 
 #: Targets that are never a release build, whatever their recipes do.
 NOT_RELEASES = ("clean", "distclean", "mrproper", "install", "uninstall", "dist", "help", "test", "check", "tests",
-                "format", "fmt", "lint", "docs", "doc", "run", "bench", "benchmark")
+                "format", "fmt", "lint", "docs", "doc")
 
 
-def _own_recipe_builds(db: MakeDatabase, name: str) -> bool:
+def own_recipe_builds(db: MakeDatabase, name: str) -> bool:
     """Whether ``name``'s own recipe only compiles, links, writes or makes folders (an empty
     one too: the prerequisites build). One that runs a program (a test, a bench, a script) is
     a target that runs something, not a release build."""
@@ -208,7 +224,7 @@ def _own_recipe_builds(db: MakeDatabase, name: str) -> bool:
                 continue
             if program in _PRINTERS:
                 continue
-            return False
+            return False  # a cross compiler (x86_64-w64-mingw32-gcc) too: no host says it has one
     return True
 
 
@@ -220,7 +236,7 @@ def release_builds(db: MakeDatabase, targets: tuple[str, ...], default_goal: str
     out: list[BuildTarget] = []
     seen: set[tuple[str, ...]] = set()
     for name in dict.fromkeys(order):
-        if name in NOT_RELEASES or not _own_recipe_builds(db, name):
+        if name in NOT_RELEASES or not own_recipe_builds(db, name):
             continue
         found = build_target(db, name)
         key = tuple(sorted(found.produces))
