@@ -146,3 +146,13 @@ def test_a_crate_in_the_runbooks_layout_goes_from_init_to_a_complete_sign_off(tm
     assert status["lane-gate"] == status["lane-contract"] == status["host"] == status["package"] == "passed"
     gate = next(i for i in doc["items"] if i["id"] == "lane-gate")
     assert all(link["tests"] is None or "passed" in link["tests"] for link in gate["links"])
+
+
+def test_the_features_that_switch_cuda_on() -> None:
+    """As cargo metadata lists a CUDA crate's features (cudarc's names; a feature that enables
+    one, or a CUDA dependency, switches CUDA on too)."""
+    from relgate.manifest.discover import gpu_features
+
+    table = {"cuda": [], "full": ["cuda", "f16"], "cublas": [], "curand": [], "f16": [], "std": [],
+             "gpu": ["dep:cudarc"], "nccl": ["cudarc/nccl"], "culture": [], "dynamic-loading": []}
+    assert gpu_features(table, tuple(table)) == ("cuda", "full", "cublas", "curand", "gpu", "nccl")

@@ -117,7 +117,8 @@ def read_cargo(root: Path, *, cargo: str | None = None) -> CargoFacts:
                       source="Cargo.toml", gpu_features=gpu_features(table, features))
 
 
-_GPU = re.compile(r"cuda|cudnn|nccl|cublas|cutlass|cudarc", re.IGNORECASE)
+_GPU = re.compile(r"cuda|^cu(?:dnn|blas|blaslt|fft|rand|solver|sparse|tensor|file|pti)\b|nccl|nvrtc|nvtx|cutlass",
+                  re.IGNORECASE)
 
 
 def gpu_features(table: dict[str, list[str]], features: tuple[str, ...]) -> tuple[str, ...]:
