@@ -156,3 +156,30 @@ def test_the_features_that_switch_cuda_on() -> None:
     table = {"cuda": [], "full": ["cuda", "f16"], "cublas": [], "curand": [], "f16": [], "std": [],
              "gpu": ["dep:cudarc"], "nccl": ["cudarc/nccl"], "culture": [], "dynamic-loading": []}
     assert gpu_features(table, tuple(table)) == ("cuda", "full", "cublas", "curand", "gpu", "nccl")
+
+
+@pytest.mark.skipif(shutil.which("make") is None or shutil.which("gcc") is None, reason="make and gcc")
+def test_the_generated_noxfile_works_with_relgate_installed_as_a_wheel(tmp_path: Path) -> None:
+    """A wheel holds the relgate package and nothing beside it (no noxfile.py, no sessions/): the
+    generated noxfile then defines the sessions itself, each one relgate command."""
+    from conftest import REPO
+
+    site = tmp_path / "site"
+    shutil.copytree(REPO / "relgate", site / "relgate", ignore=shutil.ignore_patterns("__pycache__"))
+    project = fixture_project(tmp_path, "helpmake")
+    root = _bare(project)
+    assert _relgate(root, "init").returncode == 0
+    project.commit("relgate init")
+    env = {k: v for k, v in project.env.items() if not k.startswith("RELGATE_")}
+    env.update(PYTHONPATH=str(site), RELGATE_HOME=str(project.home))
+    listing = subprocess.run([sys.executable, "-m", "nox", "-l"], cwd=root, capture_output=True, text=True,
+                             timeout=300, env=env)
+    assert listing.returncode == 0, listing.stdout + listing.stderr
+    assert "* host" in listing.stdout and "- signoff" in listing.stdout, listing.stdout
+    host = subprocess.run([sys.executable, "-m", "nox", "-s", "host", "census"], cwd=root, capture_output=True,
+                          text=True, timeout=600, env=env)
+    assert host.returncode == 0, host.stdout[-3000:] + host.stderr[-2000:]
+    assert f"{site}/relgate" in subprocess.run([sys.executable, "-c", "import relgate; print(relgate.__file__)"],
+                                               env=env, cwd=root, capture_output=True, text=True).stdout
+    got = rows(project)
+    assert got["release"]["verdict"] == "pass" and got["test"]["tests"]["text"] == "2 passed"
