@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Project, git
+from conftest import Project
 from test_no_vacuous_pass import fixture_project, rows
 
 FILE_SECONDS = 40

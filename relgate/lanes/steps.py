@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING
 
 from relgate.core.errors import ManifestError
 from relgate.lanes.plan import plan_lane
@@ -12,7 +13,10 @@ from relgate.manifest.specs import ProjectSpec
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
 
-__all__ = ["census_lines", "census_step", "not_run_step", "lane_steps", "refuse_unknown_lanes", "NO_TARGETS"]
+if TYPE_CHECKING:  # the census is imported by the step that runs it
+    from relgate.lanes.census import Violation
+
+__all__ = ["census_lines", "census_step", "violations_summary", "not_run_step", "lane_steps", "refuse_unknown_lanes", "NO_TARGETS"]
 
 NO_TARGETS = "no targets in this lane"
 
@@ -22,7 +26,7 @@ def census_lines(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], 
     return 1 if _census(project, lanes, write) else 0
 
 
-def _census(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], None]) -> list:  # type: ignore[type-arg]
+def _census(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], None]) -> list[Violation]:
     from relgate.lanes.census import render_violations, run_census  # by the step that runs it
 
     violations = run_census(kind=project.kind, root=project.root, targets=lanes.targets, lanes=lanes.file,
@@ -34,7 +38,7 @@ def _census(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], None]
     return violations
 
 
-def violations_summary(violations: Sequence, limit: int = 160) -> str:  # type: ignore[type-arg]
+def violations_summary(violations: Sequence[Violation], limit: int = 160) -> str:
     """``4 violations: unassigned overflow; stale-row layout, oveflow_old`` (rule by rule, cut to
     ``limit`` characters; every line is in the step's log)."""
     by_rule: dict[str, list[str]] = {}
