@@ -188,3 +188,21 @@ def test_the_bundled_host_cuda_item_is_not_passed_by_a_gpu_less_host(tmp_path: P
     tiny.nox("signoff")
     items = {i["id"]: i for i in json.loads((tiny.home / "signoff" / "signoff.json").read_text())["items"]}
     assert items["host-cuda"]["status"] == "passed", items["host-cuda"]
+
+
+def test_the_no_warnings_item_is_open_when_no_build_was_scanned(cfgcrate: Project) -> None:
+    (cfgcrate.manifests / "checklist.toml").write_text(
+        '[release]\nboards = ["host:local"]\n\n[[item]]\nid = "no-warnings"\n'
+        'title = "No compiler warning in any release or test build"\nauto = "warnings"\n')
+    cfgcrate.commit("a checklist")
+    cfgcrate.nox("host")  # `cargo test --lib` with warnings ignored, the host lane: nothing scanned
+    cfgcrate.nox("signoff")
+    item = json.loads((cfgcrate.home / "signoff" / "signoff.json").read_text())["items"][0]
+    assert item["status"] == "missing" and item["reason"].startswith("no build was scanned for warnings"), item
+    builds = cfgcrate.manifests / "builds.toml"
+    builds.write_text(builds.read_text() + 'warnings = "deny"\n')  # the test build is a build
+    cfgcrate.commit("deny warnings in the test build")
+    cfgcrate.nox("host")
+    cfgcrate.nox("signoff")
+    item = json.loads((cfgcrate.home / "signoff" / "signoff.json").read_text())["items"][0]
+    assert item["status"] == "passed" and item["reason"].startswith("no warnings in the latest 1 scanned build(s)"), item

@@ -60,6 +60,7 @@ class StepRow:
     reused_from: int | None = None
     project_key: str | None = None  # see relgate.ledger.identity; None: written before projects were recorded
     tests: TestCounts | None = None  # the runner's counts (None: no runner's summary was read)
+    scanned: bool | None = None  # its output was scanned for compiler warnings (None: recorded before it was kept)
 
     @property
     def project(self) -> ProjectIdentity | None:

@@ -177,9 +177,11 @@ _MIGRATIONS: tuple[str, ...] = (
     """,
     # 8: what a step's test runner said it ran (relgate.core.counts.TestCounts as JSON: passed,
     # failed, skipped …); NULL where no runner's summary was read (a build, a plain script, and
-    # every step recorded before).
+    # every step recorded before). scanned: 1 when the step's output was scanned for compiler
+    # warnings to its end (NULL before: unknown).
     """
     ALTER TABLE steps ADD COLUMN tests TEXT;
+    ALTER TABLE steps ADD COLUMN scanned INTEGER;
     """,
 )
 

@@ -362,7 +362,8 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     last = results[-1] if results else None
     ledger.finish_step(step_id, verdict=verdict, reason=reason, exit_code=last.exit_code if last else None,
                        duration=duration, warnings=warnings_json, warning_count=len(denied), log_path=final,
-                       log_sha256=sha, tail=tail, tests=counts.to_json() if counts is not None else None)
+                       log_sha256=sha, tail=tail, tests=counts.to_json() if counts is not None else None,
+                       scanned=scanner is not None and bool(results) and results[-1].ok)
     return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
                        duration=duration, log_path=final, warnings=tuple(denied),
                        allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored,

@@ -168,7 +168,12 @@ def _warnings(facts: Facts) -> tuple[str, str, tuple[StepRow, ...]]:
     if warned:
         return "failed", "; ".join(f"{_label(r)} on {_board(r)}: {r.warning_count} warning(s)" for r in warned), \
             tuple(warned)
-    return "passed", f"no warnings in the latest {len(latest)} step(s)", ()
+    scanned = [r for r in latest.values() if r.scanned]
+    if not scanned and all(r.scanned is not None for r in latest.values()):
+        return "missing", (f"no build was scanned for warnings in the latest {len(latest)} step(s) (a release "
+                           "build, or a check with warnings = \"deny\", that ran to the end)"), ()
+    counted = f"{len(scanned)} scanned build(s) of " if scanned else ""
+    return "passed", f"no warnings in the latest {counted}{len(latest)} step(s)", tuple(scanned)
 
 
 def _measure(facts: Facts, name: str, boards: Sequence[str]) -> tuple[str, str, tuple[StepRow, ...]]:
