@@ -131,6 +131,19 @@ def _cfg_feature(path: Path) -> str | None:
     return None
 
 
+def _has_unit_tests(root: Path) -> bool:
+    """Whether a source file under ``src/`` holds a ``#[test]`` or ``#[cfg(test)]`` (else
+    ``cargo test --lib`` would run 0 tests: a check that is never more than not-run)."""
+    for path in sorted((root / "src").rglob("*.rs"))[:5000] if (root / "src").is_dir() else ():
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "#[test]" in text or "#[cfg(test)]" in text or "#[tokio::test" in text:
+            return True
+    return False
+
+
 def _is_target(reading: Reading, name: str) -> bool:
     facts = reading.facts
     return isinstance(facts, CargoFacts) and any(t.name == name for t in facts.targets)
@@ -164,7 +177,7 @@ def read_repository(root: Path, kind: str) -> tuple[Reading, str]:
     if kind == "cargo":
         cargo = read_cargo(root)
         return (Reading(kind=kind, name=cargo.name, version=cargo.version, source=cargo.source, facts=cargo,
-                        judged=judged_targets(cargo)), cargo_builds(cargo))
+                        judged=judged_targets(cargo)), cargo_builds(cargo, lib_tests=_has_unit_tests(root)))
     if kind == "make":
         make = read_make(root)
         return Reading(kind=kind, name=root.name, version=None, source="make -pRrq", facts=make), make_builds(make)
