@@ -154,7 +154,7 @@ def make_builds(facts: MakeFacts) -> str:
         lines.append(f"[release.{name}]")
         if clean:
             lines.append('clean = "make clean"')
-        lines.append(f'run = "make {build.name}"')
+        lines.append(f"run = {quote('make ' + build.name)}")
         if build.produces:
             lines.append("produces = [" + ", ".join(quote(p) for p in build.produces) + "]")
         if build.toolkits:
@@ -166,7 +166,8 @@ def make_builds(facts: MakeFacts) -> str:
     for index in ordered:
         build = releases[index]
         check = "release" if index == 0 else f"release-{_release_name(build.name)}"
-        lines += ["[[check]]", f"name = {quote(check)}", f"release = {quote('default' if index == 0 else _release_name(build.name))}", ""]
+        release = "default" if index == 0 else _release_name(build.name)
+        lines += ["[[check]]", f"name = {quote(check)}", f"release = {quote(release)}", ""]
     if test:
         lines += ["[[check]]", f'name = "{test}"', f'run = "make {test}"',
                   'warnings = "deny"   # the test build is a build: the no-warnings item counts it']
