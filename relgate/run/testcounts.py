@@ -164,7 +164,9 @@ def judge_counts(counts: TestCounts | None, *, command: str, exit_code: int | No
             return Verdict.NOT_RUN, f"0 tests ran (pytest exit 5: no test collected{more})"
         return None
     if counts.ran == 0 and counts.skipped == 0:
-        return Verdict.NOT_RUN, f"0 tests ran ({_zero_reason(counts, command)})"
+        docs = counts.doc_passed + counts.doc_failed
+        apart = f"; {docs} doc-test{'' if docs == 1 else 's'} ran, counted apart" if docs else ""
+        return Verdict.NOT_RUN, f"0 tests ran ({_zero_reason(counts, command)}{apart})"
     if counts.ran == 0:
         return Verdict.NOT_RUN, f"all {counts.skipped} tests skipped ({counts.runner})"
     if max_skipped is not None and counts.skipped:
