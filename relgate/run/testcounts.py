@@ -10,8 +10,8 @@ see tests/test_testcounts.py):
   ``-- --ignored`` on a target with no ignored arm runs 0 and filters the rest out.
 - pytest: the last summary line (``39 passed, 41 skipped in 0.40s``, ``no tests ran in …``)
   and its exit status 5 (nothing collected).
-- ctest: ``N% tests passed, F tests failed out of T``, each test's ``***Skipped`` /
-  ``***Not Run``, and ``No tests were found!!!``.
+- ctest: ``N% tests passed, F tests failed out of T``, each test's ``***Skipped`` and
+  ``***Not Run (Disabled)``, and ``No tests were found!!!``.
 
 A step whose output holds none of these (a plain script, a build) is judged as before.
 The scanner keeps one partial line (at most 4 KiB) whatever the output's size.
@@ -51,7 +51,7 @@ class CountScanner:
         self._pytest: TestCounts | None = None  # the last summary line wins
         self._ctest_total: int | None = None
         self._ctest_failed = 0
-        self._ctest_skipped = 0  # counted in "out of T" (Skipped, Not Run)
+        self._ctest_skipped = 0  # counted in "out of T" (Skipped)
         self._ctest_disabled = 0  # not counted there
         self._ctest_none = False
 
@@ -92,11 +92,11 @@ class CountScanner:
             self._ctest_failed, self._ctest_total = int(ctest.group(1)), int(ctest.group(2))
             return
         one = _CTEST_ONE.match(line)
-        if one:
-            if one.group(1) == "Not Run" and "Disabled" in one.group(2):
-                self._ctest_disabled += 1
-            else:
+        if one:  # a Not Run that is not Disabled (a missing executable) is one of ctest's failures
+            if one.group(1) == "Skipped":
                 self._ctest_skipped += 1
+            elif "Disabled" in one.group(2):
+                self._ctest_disabled += 1
             return
         if "passed" in line or "no tests ran" in line or " skipped" in line or " failed" in line \
                 or "deselected" in line or "error" in line:
