@@ -183,3 +183,27 @@ def test_the_generated_noxfile_works_with_relgate_installed_as_a_wheel(tmp_path:
                                                env=env, cwd=root, capture_output=True, text=True).stdout
     got = rows(project)
     assert got["release"]["verdict"] == "pass" and got["test"]["tests"]["text"] == "2 passed"
+
+
+def test_the_feature_matrix_holds_the_crates_features_not_its_optional_dependencies(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Read with cargo metadata and, where cargo is missing, from Cargo.toml: the same features."""
+    import relgate.manifest.discover as discover
+
+    crate = tmp_path / "gpucrate"
+    (crate / "src").mkdir(parents=True)
+    (crate / "src" / "lib.rs").write_text("")
+    (crate / "Cargo.toml").write_text(
+        '[package]\nname = "gpucrate"\nversion = "0.1.0"\nedition = "2021"\n\n'
+        '[dependencies]\ncudarc = { version = "0.12", optional = true }\ngemm = { version = "0.17", optional = true }\n\n'
+        '[features]\ndefault = []\ncuda = ["dep:cudarc"]\nfast = []\n')
+    found = []
+    if shutil.which("cargo"):
+        found.append(discover.read_cargo(crate))  # cargo metadata --no-deps: no registry needed
+        assert found[-1].source == "cargo metadata"
+    monkeypatch.setattr(discover.shutil, "which", lambda name: None)  # a machine without cargo
+    found.append(discover.read_cargo(crate))
+    assert found[-1].source == "Cargo.toml"
+    for facts in found:
+        assert facts.features == ("cuda", "fast"), facts  # not gemm: an optional dependency's implicit feature
+        assert facts.gpu_features == ("cuda",)

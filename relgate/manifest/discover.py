@@ -109,8 +109,9 @@ def read_cargo(root: Path, *, cargo: str | None = None) -> CargoFacts:
     package = data.get("package") if isinstance(data.get("package"), dict) else {}
     targets = [CargoTarget(name=t.name or "", kind=t.kind, path=t.path or "", required_features=t.required_features,
                            harness=t.harness) for t in declared if t.name]
-    features = tuple(sorted(cargo_features(cargo_toml) - {"default"}))
     table = data.get("features") if isinstance(data.get("features"), dict) else {}
+    # the crate's own [features]: an optional dependency's implicit feature is not one to build alone
+    features = tuple(sorted((cargo_features(cargo_toml) & set(table)) - {"default"}))
     return CargoFacts(name=str(package.get("name", root.name)), version=package_version(cargo_toml),
                       targets=tuple(targets), features=features,
                       has_lib=(root / "src/lib.rs").is_file() or "lib" in data, locked=(root / "Cargo.lock").is_file(),
