@@ -271,6 +271,9 @@ def _cmd_init(args: argparse.Namespace) -> int:
             print(f"{what} {display_path(path)}")
     if plan.lanes_file is not None:
         print(f"lanes: {display_path(plan.lanes_file)} reused (project.lanes)")
+    if plan.stale:
+        print(f"stale rows ({len(plan.stale)}) in {display_path(plan.lanes_file or plan.root)}: "
+              f"{', '.join(plan.stale)} — no such target; the census names them until they are dropped")
     if plan.unassigned:
         print(f"no lane yet ({len(plan.unassigned)}): {', '.join(plan.unassigned)} — the census names them "
               "until each has one")

@@ -102,3 +102,12 @@ def run_stage(session: nox.Session, stage: Callable[[Workspace], bool]) -> None:
     """Load the workspace (once per process) and run one stage; bad input exits 2, a red
     stage fails the session."""
     _exit(session, guarded(lambda: 0 if stage(workspace(session)) else 1))
+
+
+def listed(session: nox.Session, what: str) -> bool:
+    """``nox -s NAME -- --list`` for a session that has no targets to list: say what it runs and
+    run nothing (every session takes --list). True when it was asked."""
+    if "--list" not in session.posargs:
+        return False
+    print(f"{session.name}: {what} (--list: nothing runs)")
+    return True

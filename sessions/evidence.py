@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import nox
 
-from ._common import stage_session
+from ._common import listed, stage_session
 
 
 @nox.session(python=False, tags=["evidence", "qualify"])
 def evidence(session: nox.Session) -> None:
     """Evidence: diff each board's capture against the last accepted one; intentional.toml explains changes."""
+    if listed(session, "each board's evidence capture at this commit against its last accepted baseline"):
+        return
     from relgate.stages import run_evidence_check
 
     stage_session(session, run_evidence_check, names=False)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import nox
 
-from ._common import stage_session
+from ._common import listed, stage_session
 
 # The packaging engine is imported when one of these sessions runs, not with the noxfile:
 # every other session (`nox -s host` …) would pay for it.
@@ -15,6 +15,9 @@ from ._common import stage_session
 @nox.session(python=False, tags=["package"])
 def package_verify(session: nox.Session) -> None:
     """Package: build it from the commit, extract it safely, inspect it, test it offline in the extracted tree."""
+    if listed(session, "export, package, extract, inspect, then the offline build and tests of the "
+                       "extracted package"):
+        return
     from relgate.package.verify import run_package_verify
 
     stage_session(session, run_package_verify, names=False)
@@ -23,6 +26,9 @@ def package_verify(session: nox.Session) -> None:
 @nox.session(python=False, tags=["package"])
 def publish_dry_run(session: nox.Session) -> None:
     """Publish rehearsal: locked cargo publish --dry-run, or twine upload to a local index, install, import."""
+    if listed(session, "the locked publish dry run (cargo) or an upload to a local index, install and import "
+                       "(python)"):
+        return
     from relgate.package.publish import run_publish_dry_run
 
     stage_session(session, run_publish_dry_run, names=False)

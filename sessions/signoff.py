@@ -12,7 +12,7 @@ import os
 
 import nox
 
-from ._common import WORKSPACE
+from ._common import WORKSPACE, listed
 
 
 def _cli(session: nox.Session, command: str, *, keep: tuple[int, ...] = ()) -> None:
@@ -31,16 +31,20 @@ def _cli(session: nox.Session, command: str, *, keep: tuple[int, ...] = ()) -> N
 @nox.session(python=False, tags=["signoff"])
 def compare(session: nox.Session) -> None:
     """Measurements: the candidate (with --previous REF, REF too, interleaved) against the previous release."""
-    _cli(session, "compare", keep=(3, 4))  # 3: measure another batch; 4: undecided (open, not a regression)
+    if not listed(session, "measure the candidate (and --previous REF), then compare them row by row"):
+        _cli(session, "compare", keep=(3, 4))  # 3: measure another batch; 4: undecided (open, not a regression)
 
 
 @nox.session(python=False, tags=["signoff"])
 def signoff(session: nox.Session) -> None:
     """Sign-off: every checklist item for the candidate; signoff.md, signoff.html, signoff.json, changelog section."""
-    _cli(session, "signoff")
+    if not listed(session, "evaluate every checklist item for the candidate; write signoff.md, signoff.html, "
+                           "signoff.json"):
+        _cli(session, "signoff")
 
 
 @nox.session(python=False, tags=["signoff"])
 def tag(session: nox.Session) -> None:
     """Tag: annotated v{version} with the sha256 of signoff.json, only when the sign-off is complete for HEAD."""
-    _cli(session, "tag")
+    if not listed(session, "the annotated release tag, only for a complete sign-off of HEAD"):
+        _cli(session, "tag")

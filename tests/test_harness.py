@@ -115,6 +115,35 @@ def test_a_cargo_step_that_cannot_reach_its_registry_is_an_error(tinyinfer: Proj
     assert row["reason"].startswith("cargo cannot reach its registry (cargo: failed to download from `http://127.0.0.1:1/")
 
 
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on PATH")
+def test_a_registry_outage_is_one_error_per_host_and_its_retries_are_no_warnings(tinyinfer: Project,
+                                                                                 tmp_path: Path) -> None:
+    crate = tinyinfer.root / "tools" / "fetcher"
+    (crate / "src").mkdir(parents=True)
+    (crate / "Cargo.toml").write_text('[package]\nname = "fetcher"\nversion = "0.1.0"\nedition = "2021"\n'
+                                      '[dependencies]\nserde = "1"\n')
+    (crate / "src" / "main.rs").write_text("fn main() {}\n")
+    cargo_home = tmp_path / "cargo-home"
+    cargo_home.mkdir()
+    (cargo_home / "config.toml").write_text(  # cargo retries once: "warning: spurious network error"
+        '[source.crates-io]\nreplace-with = "dead"\n[source.dead]\nregistry = "sparse+http://127.0.0.1:1/index/"\n'
+        "[net]\nretry = 1\n")
+    tinyinfer.commit("a crate with a dependency")
+    checks = "".join(f'[[check]]\nname = "fetch-{n}"\nrun = "cargo build"\ncwd = "tools/fetcher"\nwarnings = "deny"\n'
+                     f'env = {{ CARGO_HOME = "{cargo_home}" }}\n' for n in range(3))
+    _checks(tinyinfer, checks)
+    done = tinyinfer.nox("host")
+    assert done.returncode == 1, done.stdout
+    rows = _rows(tinyinfer)
+    first = rows["fetch-0"]
+    assert first["verdict"] == "error" and first["warning_count"] == 0, first  # the retry line is no warning
+    assert "spurious network error" in (tinyinfer.home / first["log_path"]).read_text()
+    for name in ("fetch-1", "fetch-2"):
+        assert rows[name]["verdict"] == "error" and rows[name]["duration"] == 0.0, rows[name]
+        assert rows[name]["reason"] == "cargo cannot reach its registry (found by fetch-0 on local in this run; " \
+                                       "not retried)"
+
+
 @needs_nvcc
 def test_a_cuda_program_on_a_host_without_a_usable_gpu_is_an_error(tinyinfer: Project) -> None:
     (tinyinfer.root / "probe.cu").write_text(

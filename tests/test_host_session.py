@@ -179,6 +179,9 @@ def test_an_allow_rule_that_matched_nothing_is_stale_and_fails_the_run(tinyinfer
     rows = {r["step"]: r for r in status(tinyinfer)}
     assert rows["release-cpu"]["verdict"] == "pass"
     assert rows["allow-rules"]["verdict"] == "fail"
+    reason = rows["allow-rules"]["reason"]  # names the rule, not "exit 1"
+    assert reason.startswith("1 stale allow rule (matched no warning; drop it): "), reason
+    assert reason.endswith("builds.toml: release.cpu.allow[0] /relgate_planted_unused/"), reason
     log = (tinyinfer.home / rows["allow-rules"]["log_path"]).read_text()
     assert "builds.toml: release.cpu.allow[0]: /relgate_planted_unused/ (kept for ABI, removed in 0.4): stale" in log
     tinyinfer.plant("src/kernels_cpu.c", ANCHOR, PLANT)  # the warning it was written for is back

@@ -9,7 +9,8 @@ first one.
 Rules, in the order they are reported (``RULES``):
 
 ``no-targets`` (cargo)
-    Cargo.toml declares at least one ``[[test]]`` or ``[[bench]]``.
+    the crate has at least one test or bench target: declared (``[[test]]``, ``[[bench]]``)
+    or found by cargo's auto-discovery (``autotests``/``autobenches`` on).
 ``unknown-lane``
     every lane name is known (with a did-you-mean): the rows, and the lanes ``[fleet]``
     and ``[multihost.*]`` name. The loader leaves this to the census, so a typo in the
@@ -28,21 +29,24 @@ Rules, in the order they are reported (``RULES``):
 ``archived`` (cargo)
     no target points into ``internal/`` (the maintainers' archive).
 ``gate-ignore`` (cargo)
-    a gate- or toolkit-lane file holds no line with ``#[ignore`` unless the line holds
-    ``= "invoked by`` (a child test its parent launches) — line by line, as the crate's
-    own census reads it.
+    a gate- or toolkit-lane file holds no ``#[ignore`` attribute unless it holds
+    ``= "invoked by`` (a child test its parent launches) — line by line, as the crate's own
+    census reads it: a line that, trimmed, starts with ``#[ignore``, or with other
+    attributes and then ``#[ignore`` (``#[test] #[ignore] fn x``). A comment or doc comment
+    that mentions ``#[ignore]`` is not an attribute.
 ``bench-layout`` (cargo)
     bench-lane targets are ``[[bench]]`` with ``harness = false`` under ``benches/``.
 ``qualification-layout`` (cargo)
     qualification-lane targets live under ``tools/qualification/`` and require the
     ``qualification`` feature; a test that requires that feature sits in that lane.
 ``lane-layout`` (cargo)
-    targets of every other lane (host, gate, contract, record, project-defined) live
-    under ``tests/``.
+    targets of the host, contract and record lanes live under ``tests/`` (the crate does
+    not place gate, toolkit or project-defined lanes: neither does relgate).
 ``undeclared-file`` (cargo)
-    every ``.rs`` file in ``tests/``, ``benches/`` and ``tools/qualification/`` (and
-    every ``DIR/*/main.rs`` there) is the path of a declared target. Files deeper down
-    (``tests/common/mod.rs``, ``tests/support/…``) are shared modules, not targets.
+    every ``.rs`` file in ``tests/``, ``benches/`` and ``tools/qualification/`` is the
+    path of a target. Files deeper down (``tests/common/mod.rs``, ``DIR/NAME/main.rs``)
+    are not judged, as in the crate's census: where cargo's auto-discovery makes
+    ``DIR/NAME/main.rs`` a target, it is one, and ``unassigned`` names it.
 ``undeclared-test`` (python)
     every file pytest collects (the project's ``testpaths`` and ``python_files``, read from
     its configuration without importing its code) is the path of a declared target.
@@ -104,6 +108,8 @@ RUST_RULES = ("no-targets", "shared-path", "archived", "gate-ignore", "bench-lay
 PYTHON_RULES = ("undeclared-test",)
 #: Lanes whose files may hold no bare ``#[ignore`` (a test no lane would ever run).
 NO_IGNORE_LANES = ("gate", "toolkit")
+#: Lanes whose targets must live under ``tests/`` (the crate's census places these only).
+PLACED_LANES = ("host", "contract", "record")
 ARCHIVE_DIR = "internal/"
 
 TESTS_DIR = "tests/"
@@ -123,9 +129,9 @@ class Violation:
 
 _Report = Callable[[str, str, str], None]  # (rule, target, message)
 
-# The crate's own census reads lines, not attributes: a line holding ``#[ignore`` is a
-# violation unless it also holds ``= "invoked by``. relgate matches it the same way (so a
-# commented-out ``// #[ignore]`` counts too, as it does there).
+# The crate's own census reads lines: a line that, trimmed, starts with ``#[ignore`` is a
+# violation unless it also holds ``= "invoked by``. relgate reads the attributes a line starts
+# with, so a one-line ``#[test] #[ignore] fn x`` is caught too; a comment is never one.
 _IGNORE = "#[ignore"
 _INVOKED_BY = '= "invoked by'
 
@@ -179,14 +185,12 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
                    f"no lane in {where} ({_describe(target)}); assign one in this commit")
     # stale-row
     every_name = {t.name for t in targets if t.name}
-    for name, rows in rows_by_target.items():
-        if name not in every_name:
-            import difflib
-
-            close = difflib.get_close_matches(name, sorted(unassigned), n=1, cutoff=0.6)
-            fix = f'drop the row, or rename it to "{close[0]}"' if close else "drop the row"
-            report("stale-row", name,
-                   f"lane row for a target that does not exist ({where}:{rows[0].line}); {fix}")
+    stale = [name for name in rows_by_target if name not in every_name]
+    renamed = _renames(stale, sorted(unassigned))
+    for name in stale:
+        fix = f'drop the row, or rename it to "{renamed[name]}"' if name in renamed else "drop the row"
+        report("stale-row", name,
+               f"lane row for a target that does not exist ({where}:{rows_by_target[name][0].line}); {fix}")
     for name, file in (option_files or {}).items():
         if name not in every_name:
             close = did_you_mean(name, sorted(every_name))
@@ -232,9 +236,10 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
                 report("archived", _label(target),
                        f"{target.path} points into the archive ({ARCHIVE_DIR}); archived stands stay out of the "
                        "manifest: drop the target (and its lane row)")
-        if not any(t.kind in ("test", "bench") and not t.auto for t in targets):
+        if not any(t.kind in ("test", "bench") for t in targets):
             report("no-targets", "Cargo.toml",
-                   "declares no [[test]] or [[bench]]; declare the targets the lanes run")
+                   "has no test or bench target (none declared, none auto-discovered); add the targets the "
+                   "lanes run")
         _rust_rules(root, scoped, rows_by_target, known, report)
         _undeclared_files(root, targets, report)
     elif kind == "python":
@@ -272,8 +277,9 @@ def _rust_rules(root: Path, scoped: Sequence[Target], rows_by_target: Mapping[st
     for _target, name, path, lane in checked:  # gate-ignore
         if lane in NO_IGNORE_LANES and (root / path).is_file():
             for number, line in _source_lines(root / path):
-                if _IGNORE in line and _INVOKED_BY not in line:
-                    shown = line[line.index(_IGNORE):].strip()
+                attribute = ignore_attribute(line) if _IGNORE in line else None
+                if attribute is not None and _INVOKED_BY not in attribute:
+                    shown = line[line.index(attribute):].strip()
                     report("gate-ignore", name,
                            f"{path}:{number}: {shown} in a {lane}-lane file hides a test no "
                            "lane would ever run; un-ignore it, move the target to the contract lane, or "
@@ -309,7 +315,7 @@ def _rust_rules(root: Path, scoped: Sequence[Target], rows_by_target: Mapping[st
                    f"requires the qualification feature but sits in the {lane} lane; move it under "
                    "tools/qualification/ into the qualification lane, or drop the feature")
     for _target, name, path, lane in checked:  # lane-layout
-        if lane in ("bench", "qualification") or path.startswith(TESTS_DIR):
+        if lane not in PLACED_LANES or path.startswith(TESTS_DIR):
             continue
         if path.startswith(BENCHES_DIR):
             fix = "move it under tests/, or give it the bench lane"
@@ -341,8 +347,6 @@ def _target_files(root: Path, directory: str) -> list[str]:
     for child in children:
         if child.suffix == ".rs" and child.is_file():
             out.append(directory + child.name)
-        elif child.is_dir() and (child / "main.rs").is_file():
-            out.append(f"{directory}{child.name}/main.rs")
     return out
 
 
@@ -356,6 +360,50 @@ def _in_scope(targets: Sequence[Target], rust: bool, rows_by_target: Mapping[str
     return [t for t in targets
             if any(t is p for p in primary)
             or (t.name in rows_by_target and t.name not in primary_names)]
+
+
+_RENAME_CUTOFF = 0.75
+
+
+def _renames(stale: Sequence[str], unassigned: Sequence[str]) -> dict[str, str]:
+    """stale row → the unassigned target it was most likely renamed to: only a close name
+    (similarity at least ``_RENAME_CUTOFF``), and each target offered to one row at most."""
+    import difflib
+
+    pairs = sorted(((difflib.SequenceMatcher(None, row, name).ratio(), row, name)
+                    for row in stale for name in unassigned), reverse=True)
+    out: dict[str, str] = {}
+    taken: set[str] = set()
+    for ratio, row, name in pairs:
+        if ratio < _RENAME_CUTOFF:
+            break
+        if row not in out and name not in taken:
+            out[row] = name
+            taken.add(name)
+    return out
+
+
+def ignore_attribute(line: str) -> str | None:
+    """The ``#[ignore…]`` attribute among those ``line`` starts with (trimmed), else None:
+    ``#[ignore]``, ``#[test] #[ignore = "slow"] fn x()``; not ``//! … #[ignore] …``."""
+    rest = line.strip()
+    while rest.startswith("#["):
+        depth, end = 0, -1
+        for index, char in enumerate(rest):
+            if char == "[":
+                depth += 1
+            elif char == "]":
+                depth -= 1
+                if depth == 0:
+                    end = index
+                    break
+        attribute = rest if end < 0 else rest[: end + 1]
+        if attribute.startswith(_IGNORE) and attribute[len(_IGNORE):len(_IGNORE) + 1] in ("]", " ", "=", "(", ""):
+            return attribute
+        if end < 0:
+            return None
+        rest = rest[end + 1:].lstrip()
+    return None
 
 
 def _source_lines(path: Path) -> Iterator[tuple[int, str]]:

@@ -36,7 +36,7 @@ def target_command(project: ProjectSpec, target: Target, lane: LaneDef, opts: Ta
         if opts.command is None:  # pragma: no cover - load_lanes refuses this
             raise InputError(f"target {target.name}: no command")
         return opts.command
-    features = list(dict.fromkeys([*target.required_features, *opts.features]))
+    features = list(dict.fromkeys([*target.required_features, *lane.features, *opts.features]))
     if lane.mode == "per-board" and "qualification" not in features:
         features.append("qualification")
     argv = ["cargo"]
@@ -84,16 +84,18 @@ def plan_lane(project: ProjectSpec, spec: LanesSpec, lane: str, *, names: Sequen
         opts = spec.options.get(target.name or "", TargetOptions())
         command = target_command(project, target, lane_def, opts)
         base = dict(name=target.name or "", commands=(command,), cwd=project.root, lane=lane, target=target.name,
-                    env=dict(opts.env), timeout=opts.timeout, requires=opts.requires, skip=opts.skip,
+                    env=dict(opts.env), timeout=opts.timeout,
+                    requires=tuple(dict.fromkeys([*lane_def.requires, *opts.requires])), skip=opts.skip,
                     evidence_env=project.evidence_env, evidence_required=opts.evidence,
-                    timing_only=lane_def.mode == "timing")
+                    timing_only=lane_def.mode == "timing",
+                    max_skipped=opts.max_skipped if opts.max_skipped is not None else lane_def.max_skipped)
         if lane_def.mode != "per-board":
             steps.append(PlannedStep(**base))
             continue
         seen: set[tuple[str | None, str | None]] = set()
         for host in hosts:
             key = (host.board, host.facts.toolkit)
-            if host.missing(opts.requires) or key in seen:
+            if host.missing(base["requires"]) or key in seen:
                 continue
             seen.add(key)
             steps.append(PlannedStep(**{**base, "name": f"{target.name}@{host.name}", "host": host.name}))

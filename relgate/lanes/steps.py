@@ -4,22 +4,30 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Sequence
+from typing import TYPE_CHECKING
 
 from relgate.core.errors import ManifestError
 from relgate.lanes.plan import plan_lane
 from relgate.manifest.lanes import LanesSpec
 from relgate.manifest.specs import ProjectSpec
 from relgate.run.hosts import Host
-from relgate.run.plan import PlannedStep, StepNotRun
+from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
 
-__all__ = ["census_lines", "census_step", "not_run_step", "lane_steps", "refuse_unknown_lanes", "NO_TARGETS"]
+if TYPE_CHECKING:  # the census is imported by the step that runs it
+    from relgate.lanes.census import Violation
+
+__all__ = ["census_lines", "census_step", "violations_summary", "not_run_step", "lane_steps", "refuse_unknown_lanes", "NO_TARGETS"]
 
 NO_TARGETS = "no targets in this lane"
 
 
 def census_lines(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], None]) -> int:
     """The lane census: one line per violation, a count; 0 clean, 1 violations."""
-    from relgate.lanes.census import census_exit_code, render_violations, run_census  # by the step that runs it
+    return 1 if _census(project, lanes, write) else 0
+
+
+def _census(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], None]) -> list[Violation]:
+    from relgate.lanes.census import render_violations, run_census  # by the step that runs it
 
     violations = run_census(kind=project.kind, root=project.root, targets=lanes.targets, lanes=lanes.file,
                             known_lanes=lanes.lanes, references=lanes.references, option_files=lanes.option_files)
@@ -27,7 +35,29 @@ def census_lines(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], 
         write(line)
     write(f"census: {len(lanes.targets)} targets, {len(lanes.file.rows)} lane rows, "
           f"{len(violations)} violation{'' if len(violations) == 1 else 's'}")
-    return census_exit_code(violations)
+    return violations
+
+
+def violations_summary(violations: Sequence[Violation], limit: int = 160) -> str:
+    """``4 violations: unassigned overflow; stale-row layout, oveflow_old`` (rule by rule, cut to
+    ``limit`` characters; every line is in the step's log)."""
+    by_rule: dict[str, list[str]] = {}
+    for v in violations:
+        by_rule.setdefault(v.rule, []).append(v.target)
+    text = "; ".join(f"{rule} {', '.join(names)}" for rule, names in by_rule.items())
+    if len(text) > limit:
+        text = text[: limit - 1] + "…"
+    return f"{len(violations)} violation{'' if len(violations) == 1 else 's'}: {text}"
+
+
+def _census_action(project: ProjectSpec, lanes: LanesSpec) -> Callable[[Callable[[str], None]], int]:
+    def action(write: Callable[[str], None]) -> int:
+        violations = _census(project, lanes, write)
+        if violations:
+            raise StepFailed(violations_summary(violations))
+        return 0
+
+    return action
 
 
 def refuse_unknown_lanes(project: ProjectSpec, lanes: LanesSpec, session: str) -> None:
@@ -52,7 +82,7 @@ def refuse_unknown_lanes(project: ProjectSpec, lanes: LanesSpec, session: str) -
 def census_step(project: ProjectSpec, lanes: LanesSpec, *, lane: str = "host") -> PlannedStep:
     """The lane census as a step, in-process, with its own log, row and exit status."""
     return PlannedStep(name="lane-census", commands=(), cwd=project.root, lane=lane,
-                       action=lambda write: census_lines(project, lanes, write), action_name="relgate census")
+                       action=_census_action(project, lanes), action_name="relgate census")
 
 
 def not_run_step(name: str, reason: str, *, project: ProjectSpec, lane: str,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import fields
 from typing import Any
 
+from relgate.core.counts import TestCounts
 from relgate.core.record import record
 from relgate.core.verdict import Verdict
 from relgate.ledger.identity import ProjectIdentity
@@ -58,6 +59,8 @@ class StepRow:
     tail: str | None
     reused_from: int | None = None
     project_key: str | None = None  # see relgate.ledger.identity; None: written before projects were recorded
+    tests: TestCounts | None = None  # the runner's counts (None: no runner's summary was read)
+    scanned: bool | None = None  # its output was scanned for compiler warnings (None: recorded before it was kept)
 
     @property
     def project(self) -> ProjectIdentity | None:
@@ -66,6 +69,9 @@ class StepRow:
     def to_json(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         out["verdict"] = self.verdict.value
+        out["tests"] = None if self.tests is None else {
+            "runner": self.tests.runner, "passed": self.tests.passed, "failed": self.tests.failed,
+            "skipped": self.tests.skipped, "filtered": self.tests.filtered, "text": self.tests.text()}
         ident = self.project
         out["project"] = None if ident is None else {"name": ident.name, "root": ident.root,
                                                      "manifests": ident.manifests}

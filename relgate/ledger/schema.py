@@ -11,7 +11,7 @@ from relgate.core.errors import InputError
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Each entry upgrades the schema from version i to i + 1.
 _MIGRATIONS: tuple[str, ...] = (
@@ -174,6 +174,14 @@ _MIGRATIONS: tuple[str, ...] = (
         vals BLOB NOT NULL,  -- float64, little-endian, run-major: run r, row i at r × rows + i
         PRIMARY KEY (batch_id, metric)
     );
+    """,
+    # 8: what a step's test runner said it ran (relgate.core.counts.TestCounts as JSON: passed,
+    # failed, skipped …); NULL where no runner's summary was read (a build, a plain script, and
+    # every step recorded before). scanned: 1 when the step's output was scanned for compiler
+    # warnings to its end (NULL before: unknown).
+    """
+    ALTER TABLE steps ADD COLUMN tests TEXT;
+    ALTER TABLE steps ADD COLUMN scanned INTEGER;
     """,
 )
 

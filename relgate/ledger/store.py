@@ -33,6 +33,7 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
+from relgate.core.counts import TestCounts
 from relgate.core.errors import ExecutionError, InputError
 from relgate.core.redact import redact_argv
 from relgate.core.verdict import Verdict
@@ -289,15 +290,16 @@ class Ledger:
                     duration: float | None, warnings: Sequence[Mapping[str, Any]] = (),
                     warning_count: int | None = None, log_path: Path | None = None,
                     log_sha256: str | None = None, tail: str | None = None,
-                    command: str | None = None) -> None:
+                    command: str | None = None, tests: str | None = None, scanned: bool | None = None) -> None:
+        """``tests``: the runner's counts (``TestCounts.to_json()``), when they were read."""
         with self._tx():
             self._conn.execute(
                 "UPDATE steps SET verdict = ?, reason = ?, exit_code = ?, duration = ?, warnings = ?,"
                 " warning_count = ?, log_path = COALESCE(?, log_path), log_sha256 = ?, tail = ?,"
-                " command = COALESCE(?, command) WHERE id = ?",
+                " command = COALESCE(?, command), tests = ?, scanned = ? WHERE id = ?",
                 (verdict.value, reason, exit_code, duration, json.dumps(list(warnings)),
                  len(warnings) if warning_count is None else warning_count, self._rel(log_path),
-                 log_sha256, tail, command, step_id),
+                 log_sha256, tail, command, tests, None if scanned is None else int(scanned), step_id),
             )
 
     def record_step(self, **kw: Any) -> int:
@@ -351,10 +353,10 @@ class Ledger:
             cur = self._conn.execute(
                 "INSERT INTO steps (run_id, session, step, lane, target, host, board, driver, toolkit, commit_sha,"
                 " dirty, command, cwd, env, started, duration, exit_code, verdict, reason, warning_count, warnings,"
-                " log_path, log_sha256, tail, reused_from, project_key)"
+                " log_path, log_sha256, tail, reused_from, project_key, tests, scanned)"
                 " SELECT ?, session, step, lane, target, host, board, driver, toolkit, commit_sha, dirty, command,"
                 " cwd, env, ?, 0, exit_code, verdict, ?, warning_count, warnings, log_path, log_sha256, tail, ?,"
-                " project_key FROM steps WHERE id = ?",
+                " project_key, tests, scanned FROM steps WHERE id = ?",
                 (run_id, _now(), f"reused: passed as step #{source}", source, source))
             new_id = int(cur.lastrowid)
             self._conn.execute(
@@ -685,6 +687,8 @@ def _step_row(r: sqlite3.Row) -> StepRow:
     d["verdict"] = Verdict(d["verdict"])
     d["env"] = json.loads(d["env"] or "{}")
     d["warnings"] = json.loads(d["warnings"] or "[]")
+    d["tests"] = TestCounts.from_json(d.get("tests"))
+    d["scanned"] = None if d.get("scanned") is None else bool(d["scanned"])
     return StepRow(**d)
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from relgate.core.record import record
-from relgate.manifest.keys import AUTO_KINDS, CHECKLIST, KNOWN_BACKENDS
+from relgate.manifest.keys import CPU_BACKENDS, AUTO_KINDS, CHECKLIST, KNOWN_BACKENDS
 from relgate.manifest.schema import Checker, did_you_mean
 
 __all__ = ["AUTO_KINDS", "KNOWN_BACKENDS", "ChecklistItem", "ReleaseSpec", "ChecklistSpec", "parse_checklist"]
@@ -98,6 +98,14 @@ class ReleaseSpec:
         wanted = [b for a in applies if a in self.backends or not self.backends for b in own.get(a, self.boards)]
         return tuple(dict.fromkeys(wanted)) if applies else self.boards
 
+    def offers(self, board: str, backend: str) -> bool:
+        """Whether ``board`` offers ``backend``: a CPU backend runs on every board; another one
+        on a board declared for it in ``backend_boards``, or on a detected board (a GPU's name),
+        never on a ``host:NAME`` board (a host with no accelerator board) not declared for it."""
+        if backend in CPU_BACKENDS or board in dict(self.backend_boards).get(backend, ()):
+            return True
+        return not board.startswith("host:")
+
 
 @record
 class ChecklistSpec:
@@ -130,7 +138,7 @@ def _check_hosts(c: Checker, key: str, boards: Iterable[str], hosts: tuple[str, 
                                      f"{did_you_mean(name, hosts)} (hosts: {', '.join(sorted(hosts))})")
 
 
-def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", changelog: str = "CHANGELOG.md",
+def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", changelog: str | None = "CHANGELOG.md",
                     measures: tuple[str, ...] | None = None, quality: tuple[str, ...] | None = None,
                     hosts: tuple[str, ...] | None = None) -> ChecklistSpec:
     """``measures``/``quality``: the names measurements.toml declares; ``hosts``: the declared

@@ -24,10 +24,11 @@ from typing import Any
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.manifest.pyfacts import BuildFacts, TestDeps
+from relgate.manifest.make_db import MakeDatabase, parse_database
 from relgate.manifest.schema import Checker, display_path, read_toml
 
 __all__ = ["CargoFacts", "CargoTarget", "MakeFacts", "PythonFacts", "detect_kinds", "read_cargo", "read_make",
-           "read_python", "make_targets_of"]
+           "read_python", "make_targets_of", "gpu_features"]
 
 MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
 _KIND_FILES = {"cargo": ("Cargo.toml",), "make": MAKEFILES, "python": ("pyproject.toml",)}
@@ -60,10 +61,11 @@ class CargoFacts:
     name: str
     version: str | None
     targets: tuple[CargoTarget, ...]
-    features: tuple[str, ...]  # without "default"
+    features: tuple[str, ...]  # without "default", nor an optional dependency's implicit feature
     has_lib: bool
     locked: bool  # Cargo.lock exists
     source: str  # "cargo metadata" or "Cargo.toml"
+    gpu_features: tuple[str, ...] = ()  # features that switch CUDA on (by name, or what they enable)
 
 
 _TARGET_KINDS = ("test", "bench", "example", "bin")
@@ -97,18 +99,46 @@ def read_cargo(root: Path, *, cargo: str | None = None) -> CargoFacts:
             targets.append(CargoTarget(name=t["name"], kind=kind, path=path,
                                        required_features=tuple(t.get("required-features", [])),
                                        harness=harness.get((kind, t["name"]), True)))
-        features = tuple(sorted(f for f in pkg.get("features", {}) if f != "default"))
+        table = pkg.get("features", {}) or {}
+        optional = {d.get("rename") or d.get("name") for d in pkg.get("dependencies", []) if d.get("optional")}
+        features = tuple(sorted(f for f, enables in table.items()
+                                if f != "default" and not (f in optional and enables == [f"dep:{f}"])))
         return CargoFacts(name=pkg.get("name", root.name), version=pkg.get("version"), targets=tuple(targets),
                           features=features, has_lib=has_lib, locked=(root / "Cargo.lock").is_file(),
-                          source="cargo metadata")
+                          source="cargo metadata", gpu_features=gpu_features(table, features))
     data = read_toml(cargo_toml)
     package = data.get("package") if isinstance(data.get("package"), dict) else {}
     targets = [CargoTarget(name=t.name or "", kind=t.kind, path=t.path or "", required_features=t.required_features,
                            harness=t.harness) for t in declared if t.name]
+    table = data.get("features") if isinstance(data.get("features"), dict) else {}
+    # the crate's own [features]: an optional dependency's implicit feature is not one to build alone
+    features = tuple(sorted((cargo_features(cargo_toml) & set(table)) - {"default"}))
     return CargoFacts(name=str(package.get("name", root.name)), version=package_version(cargo_toml),
-                      targets=tuple(targets), features=tuple(sorted(cargo_features(cargo_toml) - {"default"})),
+                      targets=tuple(targets), features=features,
                       has_lib=(root / "src/lib.rs").is_file() or "lib" in data, locked=(root / "Cargo.lock").is_file(),
-                      source="Cargo.toml")
+                      source="Cargo.toml", gpu_features=gpu_features(table, features))
+
+
+_GPU = re.compile(r"cuda|^cu(?:dnn|blas|blaslt|fft|rand|solver|sparse|tensor|file|pti)\b|nccl|nvrtc|nvtx|cutlass",
+                  re.IGNORECASE)
+
+
+def gpu_features(table: dict[str, list[str]], features: tuple[str, ...]) -> tuple[str, ...]:
+    """The features that switch CUDA on: named so (``cuda``, ``cudnn`` …), or enabling one that
+    is, or a CUDA dependency (``dep:cudarc``, ``cudarc/…``), through the feature table."""
+    found: dict[str, bool] = {}
+
+    def gpu(name: str, depth: int = 0) -> bool:
+        if name in found:
+            return found[name]
+        found[name] = False  # a cycle is not a GPU
+        hit = bool(_GPU.search(name)) or (depth < 16 and any(
+            _GPU.search(e.split("/", 1)[0].removeprefix("dep:")) or gpu(e, depth + 1)
+            for e in table.get(name, []) if isinstance(e, str)))
+        found[name] = hit
+        return hit
+
+    return tuple(f for f in features if gpu(f))
 
 
 def _cargo_metadata(exe: str, root: Path) -> dict[str, Any]:
@@ -145,6 +175,7 @@ class MakeFacts:
     makefile: str
     targets: tuple[str, ...]  # in the database's order (sorted)
     default_goal: str | None
+    database: MakeDatabase | None = None  # the rules and variables (relgate.manifest.make_db)
 
 
 _DEFAULT_GOAL = re.compile(r"^\.DEFAULT_GOAL :?= (\S+)\s*$", re.M)
@@ -169,7 +200,7 @@ def read_make(root: Path, *, make: str | None = None) -> MakeFacts:
         raise InputError(f"{display_path(root / makefile)}: make -pRrq printed no rule database: {last}")
     goal = _DEFAULT_GOAL.search(done.stdout)
     return MakeFacts(makefile=makefile, targets=tuple(make_targets_of(done.stdout, root)),
-                     default_goal=goal.group(1) if goal else None)
+                     default_goal=goal.group(1) if goal else None, database=parse_database(done.stdout))
 
 
 def make_targets_of(database: str, root: Path) -> list[str]:

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
-from relgate.manifest.discover import detect_kinds, read_cargo, read_make, read_python
+from relgate.manifest.discover import CargoFacts, detect_kinds, read_cargo, read_make, read_python
 from relgate.manifest.init_files import (
     NOXFILE,
     UNASSIGNED,
@@ -27,6 +27,7 @@ from relgate.manifest.init_files import (
     checklist_toml,
     host_toml,
     judged_targets,
+    lane_settings_toml,
     lanes_toml,
     make_builds,
     measurements_toml,
@@ -58,6 +59,7 @@ class InitPlan:
     manifests: Path
     files: tuple[PlannedFile, ...]
     unassigned: tuple[str, ...]  # targets written as `# "name" = "?"` (or missing from the reused lanes file)
+    stale: tuple[str, ...]  # rows of the reused lanes file that name no target
     lanes_file: Path | None  # the project's own lanes file, reused
     source: str  # what was read: "cargo metadata", "make -pRrq", "pyproject.toml [project]"
     next_commands: tuple[str, ...]
@@ -124,6 +126,62 @@ def find_changelog(root: Path) -> str | None:
     return next((present[n.upper()] for n in CHANGELOG_NAMES if n.upper() in present), None)
 
 
+_CFG_FEATURE = re.compile(r'^#!\[cfg\(feature\s*=\s*"([^"]+)"\)\]')
+
+
+def _cfg_feature(path: Path) -> str | None:
+    """The feature a file is compiled only with (``#![cfg(feature = "cuda")]`` among its leading
+    lines), else None."""
+    try:
+        with path.open(encoding="utf-8", errors="replace") as handle:
+            for _, line in zip(range(200), handle):
+                text = line.strip()
+                match = _CFG_FEATURE.match(text)
+                if match:
+                    return match.group(1)
+                if text and not text.startswith(("//", "#!", "/*", "*")):
+                    return None
+    except OSError:
+        return None
+    return None
+
+
+def _has_unit_tests(root: Path) -> bool:
+    """Whether a source file under ``src/`` holds a ``#[test]`` or ``#[cfg(test)]`` (else
+    ``cargo test --lib`` would run 0 tests: a check that is never more than not-run)."""
+    for path in sorted((root / "src").rglob("*.rs"))[:5000] if (root / "src").is_dir() else ():
+        try:
+            text = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        if "#[test]" in text or "#[cfg(test)]" in text or "#[tokio::test" in text:
+            return True
+    return False
+
+
+def _is_target(reading: Reading, name: str) -> bool:
+    facts = reading.facts
+    return isinstance(facts, CargoFacts) and any(t.name == name for t in facts.targets)
+
+
+def _lane_settings(root: Path, reading: Reading, assignments: dict[str, str]) -> dict[str, tuple[str, bool]]:
+    """lane → (the feature every one of its files is cfg'd on, whether it switches CUDA on), for
+    each lane whose targets all say so: one line in [lane.NAME] instead of one per target."""
+    facts = reading.facts
+    if not isinstance(facts, CargoFacts):
+        return {}
+    paths = {t.name: t.path for t in facts.targets}
+    by_lane: dict[str, list[str | None]] = {}
+    for name, lane in assignments.items():
+        if name in paths:
+            by_lane.setdefault(lane, []).append(_cfg_feature(root / paths[name]))
+    out = {}
+    for lane, found in by_lane.items():
+        if found and found[0] is not None and len(set(found)) == 1 and lane in BUILTIN_LANES:
+            out[lane] = (found[0], found[0] in facts.gpu_features)
+    return out
+
+
 def _head(name: str, path: Path, schemas: Path | None, what: str, root: Path) -> str:
     line = schema_comment(name, path, schemas, root)
     return (line + "\n" if line else "") + what
@@ -134,7 +192,7 @@ def read_repository(root: Path, kind: str) -> tuple[Reading, str]:
     if kind == "cargo":
         cargo = read_cargo(root)
         return (Reading(kind=kind, name=cargo.name, version=cargo.version, source=cargo.source, facts=cargo,
-                        judged=judged_targets(cargo)), cargo_builds(cargo))
+                        judged=judged_targets(cargo)), cargo_builds(cargo, lib_tests=_has_unit_tests(root)))
     if kind == "make":
         make = read_make(root)
         return Reading(kind=kind, name=root.name, version=None, source="make -pRrq", facts=make), make_builds(make)
@@ -166,12 +224,19 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
         unassigned = [n for n, lane, _ in reading.judged if lane == UNASSIGNED]
         used = {lane for _, lane, _ in reading.judged if lane != UNASSIGNED}
     lanes_used = [lane for lane in BUILTIN_LANES if lane in used] + sorted(used - set(BUILTIN_LANES))
+    assignments = have if lanes_file is not None else {n: lane for n, lane, _ in reading.judged if lane != UNASSIGNED}
+    settings = _lane_settings(root, reading, assignments)
+    stale = tuple(sorted(n for n in assignments if n not in {t for t, _, _ in reading.judged}
+                         and not _is_target(reading, n))) if lanes_file is not None else ()
     changelog = find_changelog(root)
     texts = [("project.toml", "project", project_toml(reading, rel_root=Path(os.path.relpath(root, mdir)).as_posix(),
                                                       lanes=lanes_rel, changelog=changelog)),
              ("builds.toml", "builds", builds)]
     if lanes_file is None:
-        texts.append(("lanes.toml", "lanes", lanes_toml(reading)))
+        texts.append(("lanes.toml", "lanes", lanes_toml(reading) + lane_settings_toml(settings)))
+    elif settings:  # the project's own table stays as it is; the lane-wide settings sit beside it
+        texts.append(("lanes.toml", "lanes", "# Settings for every target of a lane (the [lanes] table is "
+                      f"{lanes_rel}).\n" + lane_settings_toml(settings).lstrip("\n")))
     texts += [("package.toml", "package", package_toml(reading, lanes=lanes_rel)),
               ("checklist.toml", "checklist", checklist_toml(reading, lanes_used=lanes_used)),
               ("measurements.toml", "measurements", measurements_toml(reading))]
@@ -184,7 +249,7 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
         files.append(PlannedFile(path=root / "noxfile.py", keep_existing=True,
                                  text=NOXFILE.format(manifests=quote(Path(os.path.relpath(mdir, root)).as_posix()))))
     return InitPlan(root=root, kind=kind, manifests=mdir, files=tuple(files), unassigned=tuple(unassigned),
-                    lanes_file=lanes_file, source=reading.source, next_commands=_next_commands(root, mdir),
+                    stale=stale, lanes_file=lanes_file, source=reading.source, next_commands=_next_commands(root, mdir),
                     gitignore=_gitignore_missing(root, kind))
 
 

@@ -15,8 +15,8 @@ from relgate.manifest.discover import CargoFacts, CargoTarget, MakeFacts, Python
 from relgate.manifest.keys import BUILTIN_LANES
 
 __all__ = ["UNASSIGNED", "Reading", "cargo_lane", "cargo_builds", "make_builds", "python_builds", "project_toml",
-           "lanes_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml", "NOXFILE", "quote",
-           "env_prefix", "judged_targets", "python_targets", "python_target_command"]
+           "lanes_toml", "lane_settings_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml",
+           "NOXFILE", "quote", "env_prefix", "judged_targets", "python_targets", "python_target_command"]
 
 UNASSIGNED = "?"
 
@@ -56,7 +56,7 @@ def judged_targets(facts: CargoFacts) -> tuple[tuple[str, str, str], ...]:
                  if t.kind in ("test", "bench") or t.path.startswith("tools/qualification/"))
 
 
-def cargo_builds(facts: CargoFacts) -> str:
+def cargo_builds(facts: CargoFacts, *, lib_tests: bool = True) -> str:
     """builds.toml of a crate: the release build, the feature matrix, the unit tests."""
     locked = " --locked" if facts.locked else ""
     features = list(facts.features)
@@ -71,47 +71,123 @@ def cargo_builds(facts: CargoFacts) -> str:
         f'run = "cargo build --release{locked}"',
         "",
     ]
-    if features:
+    gpu = set(facts.gpu_features)
+    plain_sets = [s for s in sets if not gpu & set(s.split(","))]
+    gpu_sets = [s for s in sets if gpu & set(s.split(","))]
+    run = f'run = "cargo build --release{locked} --all-targets --no-default-features --features {{features}}"'
+    if plain_sets:
         lines += [
-            "# cargo-hack's shape: no default features, each feature alone, all features.",
-            "[matrix.features]",
-            f'run = "cargo build --release{locked} --all-targets --no-default-features --features {{features}}"',
-            "features = [" + ", ".join(quote(s) for s in sets) + "]",
+            "# cargo-hack's shape: no default features, each feature alone, all features (the crate's",
+            "# [features] only: an optional dependency's implicit feature is none of them).",
+            "[matrix.features]", run,
+            "features = [" + ", ".join(quote(s) for s in plain_sets) + "]",
+            "",
+        ]
+    if gpu_sets:
+        lines += [
+            "# The feature sets that switch CUDA on build where the CUDA toolkit is (no GPU needed).",
+            "[matrix.cuda]", run,
+            "features = [" + ", ".join(quote(s) for s in gpu_sets) + "]",
+            'requires = ["nvcc"]',
             "",
         ]
     lines += ["[[check]]", 'name = "release"', 'release = "default"', ""]
-    if features:
+    if plain_sets:
         lines += ["[[check]]", 'name = "features"', 'matrix = "features"', ""]
-    if facts.has_lib:
-        lines += ["[[check]]", 'name = "unit"', f'run = "cargo test --release{locked} --lib"', ""]
+    if gpu_sets:
+        lines += ["[[check]]", 'name = "features-cuda"', 'matrix = "cuda"', ""]
+    if facts.has_lib and lib_tests:
+        lines += ["[[check]]", 'name = "unit"', f'run = "cargo test --release{locked} --lib"',
+                  'warnings = "deny"   # the test build is a build: the no-warnings item counts it', ""]
+    elif facts.has_lib:
+        lines += ["# No #[test] under src/: `cargo test --lib` would run 0 tests (not-run). Once there are unit",
+                  "# tests:", "# [[check]]", '# name = "unit"', f'# run = "cargo test --release{locked} --lib"',
+                  '# warnings = "deny"', ""]
     return "\n".join(lines)
 
 
 def make_builds(facts: MakeFacts) -> str:
+    """builds.toml of a make project: a release build per target that builds (read from the
+    rule database: its recipes compile, link or write), each with what it produces and the
+    toolkit it needs; never a goal that only prints help."""
+    from relgate.manifest.make_db import NOT_RELEASES, build_target, own_recipe_builds, release_builds
+
     targets = list(facts.targets)
     clean = "clean" in targets
     test = next((t for t in ("test", "check") if t in targets), None)
-    goal = facts.default_goal if facts.default_goal in targets else None
+    db = facts.database
+    releases = release_builds(db, facts.targets, facts.default_goal) if db is not None else []
     lines = [
         f"# Release builds and the host checks `nox -s host` runs, in order (read from make -pRrq on "
         f"{facts.makefile}).",
-        "# A release target starts clean; its output must be warning-free.",
+        "# A release target starts clean; its output must be warning-free, and it must write what it",
+        "# produces (a build that writes nothing is `fail: built nothing`).",
         "",
-        "[release.default]",
     ]
-    if clean:
-        lines.append('clean = "make clean"')
-    lines += [f'run = "make{" " + goal if goal else ""}"', ""]
-    offered = [t for t in targets if t not in ("clean", test, goal)]
-    if offered:
-        lines += ["# The Makefile's other targets, offered as release builds: uncomment the ones a release",
-                  "# must build (a target that needs a GPU toolkit: add requires = [\"nvcc\"]).", ""]
-        for t in offered:
-            lines += [f"# [release.{t}]"] + (['# clean = "make clean"'] if clean else []) + [f'# run = "make {t}"', ""]
-    lines += ["[[check]]", 'name = "release"', 'release = "default"', ""]
+    skipped = [build_target(db, t) for t in targets if db is not None and t not in ("clean", test)
+               and t not in {r.name for r in releases}]
+    quiet = [b for b in skipped if not b.builds]
+    if quiet:
+        lines += ["# Not release builds (their recipes compile and write nothing):"]
+        lines += [f"#   make {b.name}: {b.why}" for b in quiet]
+        lines.append("")
+    others = [b for b in skipped if b.builds and b.name not in NOT_RELEASES and own_recipe_builds(db, b.name)
+              and not any(ch in b.why for ch in ("-gcc", "-g++", "-clang"))]
+    if others:
+        lines += ["# Other builds (the same files with other flags, say): add one as a [release.NAME] if a",
+                  "# release must build it:"]
+        lines += [f"#   make {b.name}: {b.why}" + (f"; needs {', '.join(b.toolkits)}" if b.toolkits else "")
+                  for b in others]
+        lines.append("")
+    runners = [b for b in skipped if b.builds and b not in others]
+    if runners:
+        lines += ["# Targets that run something (a test, a bench, a script): give each a lane in lanes.toml",
+                  "# ([target.NAME] command = \"make NAME\"), or a [[check]] here:"]
+        lines += [f"#   make {b.name}: {b.why}" + (f"; needs {', '.join(b.toolkits)}" if b.toolkits else "")
+                  for b in runners]
+        lines.append("")
+    if not releases:
+        lines += ["# No target of this Makefile builds anything that make -pRrq shows; name the release build:",
+                  "# [release.default]", '# run = "make TARGET"', '# produces = ["path/of/what/it/builds"]', ""]
+    for index, build in enumerate(releases):
+        name = "default" if index == 0 else _release_name(build.name)
+        lines.append(f"[release.{name}]")
+        if clean:
+            lines.append('clean = "make clean"')
+        lines.append(f"run = {quote('make ' + build.name)}")
+        if build.produces:
+            lines.append("produces = [" + ", ".join(quote(p) for p in build.produces) + "]")
+        if build.toolkits:
+            lines.append("requires = [" + ", ".join(quote(k) for k in build.toolkits) + "]   # its recipes call "
+                         + " and ".join(build.toolkits) + "; compiles without a GPU")
+        lines.append("")
+    # the builds that need a toolkit first, so the plain build's files are the ones left for the tests
+    ordered = [*range(1, len(releases)), 0] if releases else []
+    for index in ordered:
+        build = releases[index]
+        check = "release" if index == 0 else f"release-{_release_name(build.name)}"
+        release = "default" if index == 0 else _release_name(build.name)
+        lines += ["[[check]]", f"name = {quote(check)}", f"release = {quote(release)}", ""]
     if test:
-        lines += ["[[check]]", f'name = "{test}"', f'run = "make {test}"', ""]
+        lines += ["[[check]]", f'name = "{test}"', f'run = "make {test}"',
+                  'warnings = "deny"   # the test build is a build: the no-warnings item counts it']
+        kits = build_target(db, test).toolkits if db is not None else ()
+        if kits:
+            lines.append("requires = [" + ", ".join(quote(k) for k in kits) + "]")
+        lines.append("")
     return "\n".join(lines)
+
+
+def _release_name(target: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_-]", "-", target) or "build"
+
+
+def make_build_command(facts: MakeFacts) -> str:
+    """The command that builds the project in package_verify's extracted tree."""
+    from relgate.manifest.make_db import release_builds
+
+    releases = release_builds(facts.database, facts.targets, facts.default_goal) if facts.database else []
+    return f"make {releases[0].name}" if releases else "make"
 
 
 def python_builds(facts: PythonFacts) -> str:
@@ -206,6 +282,18 @@ def python_target_command(facts: CargoFacts | MakeFacts | PythonFacts, path: str
     return "relgate pytest" + (f" {opt} {deps.name}" if opt and deps else "") + f" -- -q {path}"
 
 
+def lane_settings_toml(settings: dict[str, tuple[str, bool]]) -> str:
+    """``[lane.gate] features = ["cuda"]`` (and ``requires = ["cuda"]`` for a CUDA feature) for
+    each lane whose every file is compiled only with that feature."""
+    out: list[str] = []
+    for lane, (feature, gpu) in settings.items():
+        out += ["", f"# every {lane}-lane file starts with #![cfg(feature = {quote(feature)})]: without it, "
+                    "each runs 0 tests", f"[lane.{lane}]", f"features = [{quote(feature)}]"]
+        if gpu:
+            out.append('requires = ["cuda"]   # a host with a GPU; elsewhere the lane is "not run: no host offers cuda"')
+    return "\n".join(out)
+
+
 def package_toml(r: Reading, *, lanes: str | None) -> str:
     pkg = ["# What `nox -s package_verify` and `nox -s publish_dry_run` check.", "", "[package]"]
     publish: list[str] = []
@@ -215,7 +303,7 @@ def package_toml(r: Reading, *, lanes: str | None) -> str:
             pkg.append(f"fixtures = [{quote(lanes)}]   # the census reads it in the published crate too")
         publish.append('# registry = "local"   # cargo publish --locked --dry-run --registry NAME')
     elif isinstance(facts, MakeFacts):
-        pkg.append('build_command = "make"')
+        pkg.append(f"build_command = {quote(make_build_command(facts))}")
         test = next((t for t in ("test", "check") if t in facts.targets), None)
         pkg.append(f'test_command = "make {test}"' if test else '# test_command = "make test"')
     else:
@@ -253,13 +341,22 @@ def _package_steps(facts: CargoFacts) -> list[str]:
     return steps
 
 
+#: Lanes of per-board instruments run one at a time by name: their items are attested, not auto.
+MANUAL_LANES = {"record": "Record-lane captures re-recorded where this release changed them (run by name)",
+                "qualification": "Qualification tools run on each board and toolkit of the release (run by name)"}
+
+
 def checklist_toml(r: Reading, *, lanes_used: Sequence[str]) -> str:
     package = 'auto = "package"'
     if isinstance(r.facts, CargoFacts):
         package += "\ntargets = [" + ", ".join(quote(s) for s in _package_steps(r.facts)) + "]"
     items = [("host", "Host checks passed (census, release builds, tests, diff check)", 'auto = "session:host"'),
-             ("no-warnings", "No compiler warning in any release or test build", 'auto = "warnings"'),
+             ("no-warnings", "No compiler warning in any release or test build" if r.kind != "python" else
+              "No compiler warning in any release build", 'auto = "warnings"'),
              *((f"lane-{lane}", f"Every {lane}-lane target passed on every board", f'auto = "lane:{lane}"')
+               if lane not in MANUAL_LANES else
+               (f"lane-{lane}", MANUAL_LANES[lane], "manual = true   # attested, or a run linked with "
+                                                   f"relgate run --item lane-{lane} -- nox -s {lane} -- NAME")
                for lane in lanes_used),
              ("evidence", "Evidence clean against the last accepted release", 'auto = "evidence"'),
              ("package", "Package built from the commit and verified offline", package),
@@ -307,16 +404,51 @@ NOXFILE = '''"""relgate's sessions for this repository (written by relgate init)
 import os
 from pathlib import Path
 
+import nox
+
 import relgate
 
 HERE = Path(__file__).resolve().parent
 os.environ.setdefault("RELGATE_MANIFESTS", str(HERE / {manifests}))
 os.environ.setdefault("RELGATE_HOSTS", str(HERE / "hosts"))
 os.environ.setdefault("RELGATE_HOME", str(HERE / ".relgate"))
-# The sessions live beside the relgate package (its checkout or sdist): register them here.
+# relgate's own sessions live beside the package in its checkout or sdist: register those.
 _SESSIONS = Path(relgate.__file__).resolve().parent.parent / "noxfile.py"
-if not _SESSIONS.is_file():
-    raise SystemExit(f"{{_SESSIONS}}: relgate's sessions are not beside the relgate package; install relgate "
-                     "from its checkout (pip install -e PATH) or its sdist")
-exec(compile(_SESSIONS.read_text(), str(_SESSIONS), "exec"), {{"__file__": str(_SESSIONS), "__name__": "relgate_noxfile"}})
+if _SESSIONS.is_file():
+    exec(compile(_SESSIONS.read_text(), str(_SESSIONS), "exec"), {{"__file__": str(_SESSIONS), "__name__": "relgate_noxfile"}})
+else:  # installed from a wheel: the same sessions, each one relgate command
+    nox.options.default_venv_backend = "none"
+    nox.options.sessions = ["host"]
+
+    def _relgate(session, *command):
+        from relgate.cli import main
+
+        os.chdir(session.invoked_from)
+        code = main(["--workspace", str(HERE), *command, *session.posargs])
+        if code == 2 or code >= 128:
+            raise SystemExit(code)
+        if code:
+            session.error(f"{{session.name}}: red (exit {{code}}); see above")
+
+    def _session(name, doc, *command):
+        def run(session):
+            if "--list" in session.posargs and command[0] not in ("host", "lane"):
+                print(f"{{name}}: {{doc}} (--list: nothing runs)")
+                return
+            _relgate(session, *command)
+
+        run.__name__, run.__doc__ = name, doc
+        nox.session(python=False, name=name)(run)
+
+    _session("host", "Host checks: lane census, release builds, tests, git diff --check.", "host")
+    for _lane in ("gate", "contract", "record", "toolkit", "bench", "qualification"):
+        _session(_lane, f"The {{_lane}} lane.", "lane", _lane)
+    _session("lane", "A project-defined lane: nox -s lane -- NAME.", "lane")
+    _session("census", "Lane census: every target has exactly one lane.", "census")
+    _session("evidence", "This commit's evidence against the last accepted baseline.", "evidence", "check")
+    _session("package_verify", "The package built from the commit, verified offline.", "package-verify")
+    _session("publish_dry_run", "The publish, rehearsed.", "publish-dry-run")
+    _session("compare", "Measurements: the candidate against the previous release.", "compare")
+    _session("signoff", "Sign-off: every checklist item for the candidate.", "signoff")
+    _session("tag", "The release tag, only for a complete sign-off.", "tag")
 '''

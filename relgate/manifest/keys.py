@@ -13,7 +13,7 @@ from relgate.manifest.fields import FileSpec, Key, Rule, above, at_least, key, n
 from relgate.manifest.schema import MAX_SECONDS, NAME
 
 __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", "BUILTIN_LANES", "LANE_MODES",
-           "FORMATS", "DIRECTIONS", "AUTO_KINDS", "KNOWN_BACKENDS", "TRANSFERS", "ENV_NAME", "FILES", "file_spec", "OPTION_KEYS", "OUTPUT_KEYS",
+           "FORMATS", "DIRECTIONS", "AUTO_KINDS", "KNOWN_BACKENDS", "CPU_BACKENDS", "TRANSFERS", "ENV_NAME", "FILES", "file_spec", "OPTION_KEYS", "OUTPUT_KEYS",
            "PROJECT", "BUILDS", "LANES", "PACKAGE", "INTENTIONAL", "MEASUREMENTS", "CHECKLIST", "HOST"]
 
 PROJECT_KINDS = ("make", "cargo", "python")
@@ -31,6 +31,8 @@ AUTO_KINDS = {"session": True, "lane": True, "evidence": False, "package": False
 KNOWN_BACKENDS = ("cpu", "cuda", "rocm", "hip", "metal", "mps", "vulkan", "opencl", "sycl", "oneapi", "directml",
                   "webgpu", "wasm", "tpu", "xla", "npu", "coreml", "tensorrt", "openmp", "mpi", "avx2", "avx512",
                   "neon", "sve")
+# Backends every board offers (a CPU's): an item of any other backend passes only on a board that offers it.
+CPU_BACKENDS = ("cpu", "openmp", "mpi", "avx2", "avx512", "neon", "sve", "wasm")
 TRANSFERS = ("sftp", "exec")  # host.transfer: how files reach and leave an ssh host
 ENV_NAME = r"^[A-Za-z_][A-Za-z0-9_]*$"
 
@@ -52,6 +54,11 @@ def _env(doc: str = "environment variables for the command (table of strings)") 
 def _seconds(name: str, doc: str, *, finite: bool = False, **kw: object) -> Key:
     """Seconds, more than 0; ``finite``: the validator also refuses nan and inf (Checker.seconds)."""
     return key(name, "number", doc, rules=_SECONDS if finite else _SECONDS[:2], **kw)
+
+
+def _max_skipped() -> Key:
+    return key("max_skipped", "count-or-share", "the most skipped tests a run may report (a count, or a share "
+               "of its tests: \"10%\"); more is a fail", example=2)
 
 
 def _reason(name: str, doc: str, **kw: object) -> Key:
@@ -227,11 +234,19 @@ LANES = FileSpec(
                 _env(),
                 key("evidence", "boolean", "a run that brings back no evidence is an error", default=False),
                 _reason("skip", "recorded as skip, with this reason"),
+                _max_skipped(),
             ))),
-        key("lane", "map", "project-defined lanes", rules=(_NAMES,), values=key("NAME", "table", "one lane", fields=(
-            key("description", "string", "what the lane runs", required=True),
-            key("mode", "string", "how its targets run", choices=LANE_MODES, default="all"),
-        ), rules=(text_rule("not a built-in lane's name"),))),
+        key("lane", "map", "project-defined lanes, and settings for every target of a lane (a built-in lane "
+            "takes only the settings)", rules=(_NAMES,), values=key("NAME", "table", "one lane", fields=(
+            key("description", "string", "what the lane runs (required for a project-defined lane)"),
+            key("mode", "string", "how its targets run (project-defined lanes)", choices=LANE_MODES, default="all"),
+            key("features", "strings", "cargo features every target of the lane runs with", default=[],
+                example=["cuda"]),
+            key("requires", "strings", "capabilities a host must offer for every target of the lane", default=[],
+                example=["cuda"]),
+            _max_skipped(),
+        ), rules=(text_rule("a project-defined lane needs description; a built-in lane takes only features, "
+                            "requires and max_skipped"),))),
         key("fleet", "table", "lanes whose targets run on every matching host", fields=(
             key("every_host", "strings", "these lanes", default=[], example=["gate"]),
             key("workers", "integer", "hosts at once", default=8, rules=(at_least(1),)),

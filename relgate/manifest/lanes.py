@@ -22,6 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
+from relgate.core.counts import parse_max_skipped
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.record import record
 from relgate.manifest.keys import BUILTIN_LANES, LANE_MODES, LANES
@@ -136,6 +137,10 @@ class LaneDef:
     name: str
     mode: str
     description: str
+    # settings for every target of the lane ([lane.gate] features = ["cuda"]): one line, not one per target
+    features: tuple[str, ...] = ()
+    requires: tuple[str, ...] = ()
+    max_skipped: tuple[int | None, float | None] | None = None
 
 
 BUILTIN_LANE_DEFS: Mapping[str, LaneDef] = {
@@ -169,6 +174,7 @@ class TargetOptions:
     env: Mapping[str, str] = field(default_factory=dict)
     evidence: bool = False
     skip: str | None = None
+    max_skipped: tuple[int | None, float | None] | None = None  # (count, share): see relgate.run.testcounts
 
 
 @record
@@ -249,16 +255,36 @@ def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
         requires=tuple(c.string_list(t, prefix, "requires")), features=tuple(c.string_list(t, prefix, "features")),
         timeout=float(timeout) if timeout else None, args=tuple(c.string_list(t, prefix, "args")),
         env=c.string_map(t, prefix, "env"), evidence=bool(c.get(t, prefix, "evidence", bool, False)), skip=skip,
+        max_skipped=_max_skipped(c, t, prefix),
     )
+
+
+def _max_skipped(c: Checker, t: Mapping[str, Any], prefix: str) -> tuple[int | None, float | None] | None:
+    if "max_skipped" not in t:
+        return None
+    parsed = parse_max_skipped(t["max_skipped"])
+    if isinstance(parsed, str):
+        c.problem(f"{prefix}.max_skipped", parsed)
+        return None
+    return parsed
+
+
+_LANE_SETTINGS = ("features", "requires", "max_skipped")
 
 
 def _parse_lane(c: Checker, name: str, t: Mapping[str, Any]) -> LaneDef:
     prefix = f"lane.{name}"
-    c.keys(t, prefix, _LANE.names(), required=_LANE.required_names())
-    if name in BUILTIN_LANE_DEFS:
-        c.problem(prefix, f'"{name}" is a built-in lane; pick another name')
+    builtin = BUILTIN_LANE_DEFS.get(name)
+    if builtin is not None:  # settings for every target of a built-in lane; its mode is its own
+        c.keys(t, prefix, _LANE_SETTINGS)
+    else:
+        c.keys(t, prefix, _LANE.names(), required=("description",))
+    settings = dict(features=tuple(c.string_list(t, prefix, "features")),
+                    requires=tuple(c.string_list(t, prefix, "requires")), max_skipped=_max_skipped(c, t, prefix))
+    if builtin is not None:
+        return LaneDef(name=name, mode=builtin.mode, description=builtin.description, **settings)
     return LaneDef(name=name, mode=c.choice(t, prefix, "mode", LANE_MODES, default="all") or "all",
-                   description=c.get(t, prefix, "description", str, ""))
+                   description=c.get(t, prefix, "description", str, ""), **settings)
 
 
 def _extras(c: Checker, tables: Mapping[str, Any], allowed: Sequence[str]) -> tuple[dict, dict]:

@@ -71,6 +71,9 @@ def _node(k: Key) -> dict[str, Any]:
                         {"type": "array", "items": {"type": "string"}, "minItems": 1}]
     elif t == "string-or-strings":
         out["anyOf"] = [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+    elif t == "count-or-share":
+        out["anyOf"] = [{"type": "integer", "minimum": 0},
+                        {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"}]
     elif t == "table":
         out.update(_table(k.fields))
         _apply(out, k.rules, scalar="object")
@@ -133,6 +136,7 @@ def _toml(value: Any) -> str:
 def _type(k: Key) -> str:
     names = {"strings": "array of strings", "command": "string or array of strings",
              "string-or-strings": "string or array of strings", "map": "table of NAME →",
+             "count-or-share": 'integer (a count) or string (a share, "10%")',
              "array": "array of tables"}
     if k.type == "map" and k.values is not None:
         inner = "table" if k.values.type == "table" else _type(k.values)
@@ -218,8 +222,10 @@ def generated_files() -> dict[str, str]:
 
 def schema_comment(name: str, manifest: Path, schema_dir: Path | None, root: Path | None = None) -> str | None:
     """The ``#:schema`` line Taplo reads, pointing from ``manifest`` at ``NAME.schema.json`` in
-    ``schema_dir``: a relative path when the schemas lie inside ``root`` (the repository), else a
-    ``file://`` URI; None when no schema folder is at hand."""
+    ``schema_dir``: a relative path when the schemas lie inside ``root`` (the repository); None
+    otherwise (a ``file://`` path into the installing machine's relgate would be committed with
+    the file and resolve nowhere else) and when no schema folder is at hand. ``relgate schema
+    NAME`` prints the schema wherever relgate is installed."""
     if schema_dir is None or not (schema_dir / f"{name}.schema.json").is_file():
         return None
     import os
@@ -227,4 +233,4 @@ def schema_comment(name: str, manifest: Path, schema_dir: Path | None, root: Pat
     target = (schema_dir / f"{name}.schema.json").resolve()
     if root is not None and target.is_relative_to(Path(root).resolve()):
         return f"#:schema {Path(os.path.relpath(target, Path(manifest).resolve().parent)).as_posix()}"
-    return f"#:schema {target.as_uri()}"
+    return None

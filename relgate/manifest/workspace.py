@@ -112,8 +112,8 @@ class Workspace:
             host_names = (*host_specs, *local)
             names = (tuple(measurements.measures), tuple(measurements.quality)) if measurements else ((), ())
             checklist = _collect(lambda: parse_checklist(
-                read_toml(mdir / "checklist.toml"), path=mdir / "checklist.toml", version=project.version,
-                changelog=str(project.changelog.relative_to(project.root)) if project.changelog else "",
+                read_toml(mdir / "checklist.toml"), path=mdir / "checklist.toml", version=project.version or "",
+                changelog=str(project.changelog.relative_to(project.root)) if project.changelog else None,
                 measures=names[0], quality=names[1], hosts=host_names),
                 problems)
         if problems:  # the census's findings that the load lets through, too: every problem at once

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Protocol
 
 from relgate.manifest.specs import AllowRule
-from relgate.run.plan import PlannedStep
+from relgate.run.plan import PlannedStep, StepFailed
 
 __all__ = ["stale_allow_rules", "allow_rules_step", "ALLOW_RULES_STEP"]
 
@@ -41,7 +41,12 @@ def allow_rules_step(outcomes: Sequence[_Judged], cwd: Path) -> PlannedStep | No
             state = "stale: matched no warning in this run; drop it" if rule in stale else "matched"
             write(f"{rule.where or 'allow rule'}: /{rule.pattern}/ ({rule.reason}): {state}")
         write(f"{len(carried)} allow rule(s) in this run, {len(stale)} stale")
-        return 1 if stale else 0
+        if stale:
+            named = "; ".join(f"{rule.where or 'allow rule'} /{rule.pattern}/" for rule in stale[:3])
+            more = f" and {len(stale) - 3} more" if len(stale) > 3 else ""
+            raise StepFailed(f"{len(stale)} stale allow rule{'' if len(stale) == 1 else 's'} (matched no "
+                             f"warning; drop {'it' if len(stale) == 1 else 'them'}): {named}{more}")
+        return 0
 
     return PlannedStep(name=ALLOW_RULES_STEP, commands=(), cwd=cwd, lane="host", action=action,
                        action_name="check the allow rules")

@@ -82,7 +82,8 @@ class ConsoleReporter:
             self._stop.set()
             self._stop = None
         lane = f"{o.step.lane}  " if o.step.lane else ""
-        line = f"{lane}{o.step.name}  {_paint(o.verdict, self.colour)}  {_seconds(o.duration)}  [{o.host}]"
+        counted = f"  ({o.tests.text()})" if o.tests is not None and o.tests.total else ""
+        line = f"{lane}{o.step.name}  {_paint(o.verdict, self.colour)}  {_seconds(o.duration)}{counted}  [{o.host}]"
         if o.reason and o.verdict is not Verdict.PASS:
             line += f"  {o.reason}"
         lines = [line]
@@ -144,10 +145,11 @@ def render_summary(summary: RunSummary, out: TextIO = sys.stdout) -> None:
     print(f"{summary.session}: {facts.short}{' (dirty tree: records are marked dirty)' if facts.dirty else ''}"
           f"  run {summary.run_id}", file=out)
     logs, folder = short_logs([o.log_path for o in summary.outcomes])
-    header = ("step", "verdict", "duration", "reason", "log")
-    rows = [(o.step.name, o.verdict.value, _seconds(o.duration) if o.log_path else "-", o.reason or "", log)
+    header = ("step", "verdict", "duration", "tests", "reason", "log")
+    rows = [(o.step.name, o.verdict.value, _seconds(o.duration) if o.log_path else "-",
+             o.tests.text() if o.tests is not None else "-", o.reason or "", log)
             for o, log in zip(summary.outcomes, logs)]
-    for line in render_table(header, fit_table(header, rows, shrink=(3, 0))):
+    for line in render_table(header, fit_table(header, rows, shrink=(4, 0))):
         print(line, file=out)
     if folder:
         print(f"logs in {folder}/ (full paths: --report FILE.json, relgate status --json)", file=out)
@@ -163,11 +165,12 @@ def render_summary(summary: RunSummary, out: TextIO = sys.stdout) -> None:
 
 def render_status(rows: Sequence[StepRow], home: Path, out: TextIO = sys.stdout) -> None:
     logs, folder = short_logs([home / r.log_path if r.log_path else None for r in rows])
-    header = ("id", "project", "session", "step", "host", "verdict", "duration", "tree", "reason", "log")
+    header = ("id", "project", "session", "step", "host", "verdict", "duration", "tree", "tests", "reason", "log")
     table = [(str(r.id), r.project.name if r.project else "-", r.session, r.step, r.host, r.verdict.value,
-              _seconds(r.duration), "dirty" if r.dirty else "clean", r.reason or "", log)
+              _seconds(r.duration), "dirty" if r.dirty else "clean", r.tests.text() if r.tests is not None else "-",
+              r.reason or "", log)
              for r, log in zip(rows, logs)]
-    for line in render_table(header, fit_table(header, table, shrink=(8, 3, 1))):
+    for line in render_table(header, fit_table(header, table, shrink=(9, 3, 1))):
         print(line, file=out)
     if folder:
         print(f"logs in {folder}/ (full paths: relgate status --json)", file=out)

@@ -34,6 +34,8 @@ class PlannedStep:
     allow: tuple[AllowRule, ...] = ()
     expect_output: str | None = None
     produces: tuple[str, ...] = ()  # globs relative to cwd that must exist, newer than the step's start
+    build: bool = False  # a release or matrix build: one that wrote no file is "built nothing"
+    max_skipped: tuple[int | None, float | None] | None = None  # (count, share) of skipped tests allowed
     skip: str | None = None
     host: str | None = None  # pinned to this host (qualification: one run per board)
     evidence_env: str | None = None  # the variable that names this step's fresh evidence file
@@ -54,12 +56,12 @@ class PlannedStep:
 
 def _step(name: str, commands: tuple[CommandSpec, ...], root: Path, opts: StepOptions, *,
           lane: str, expect: str | None = None, skip: str | None = None,
-          produces: tuple[str, ...] = ()) -> PlannedStep:
+          produces: tuple[str, ...] = (), build: bool = False) -> PlannedStep:
     return PlannedStep(
         name=name, commands=commands, cwd=(root / opts.cwd).resolve(), lane=lane, env=dict(opts.env),
         timeout=opts.timeout, requires=opts.requires, scan_warnings=opts.warnings == "deny",
         allow=opts.allow, expect_output=expect, produces=produces, skip=skip or opts.skip, host=opts.host,
-        max_log_bytes=opts.max_log_bytes,
+        max_log_bytes=opts.max_log_bytes, build=build,
     )
 
 
@@ -94,10 +96,11 @@ def _plan_check(check: Check, builds: BuildsSpec, root: Path, lane: str) -> list
         cmds = tuple(c for c in (target.clean, target.run) if c is not None)
         return [_step(check.name, cmds, root, target.options, lane=lane, skip=check.options.skip,
                       expect=target.expect_output or check.expect_output,
-                      produces=(*target.produces, *check.produces))]
+                      produces=(*target.produces, *check.produces), build=True)]
     if check.matrix is not None:
         matrix = builds.matrices[check.matrix]
-        return [_step(f"{check.name}[{feats}]", (cmd,), root, matrix.options, lane=lane, skip=check.options.skip)
+        return [_step(f"{check.name}[{feats}]", (cmd,), root, matrix.options, lane=lane, skip=check.options.skip,
+                      build=True)
                 for feats, cmd in matrix.expand()]
     if check.builtin == "git-diff-check":
         return [_diff_check(check.name, builds, root, lane, check.options)]

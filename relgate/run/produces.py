@@ -6,6 +6,9 @@ the step's start and not after its end (a file the step did not write is not pro
 step built it, and a committed file whose modification time lies in the future is no newer
 than the step: it was not written by it). Plain ``make`` on a checkout whose
 default goal only prints help exits 0 and builds nothing: this is what catches it.
+
+A build step that declares no ``produces`` must still have written some file under its
+folder during the step (:func:`wrote_nothing`); one that wrote none is ``fail: built nothing``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["missing_products"]
+__all__ = ["missing_products", "wrote_nothing"]
 
 
 def missing_products(cwd: Path, patterns: Sequence[str], *, since_ns: int, until_ns: int | None = None) -> str | None:
@@ -44,3 +47,35 @@ def missing_products(cwd: Path, patterns: Sequence[str], *, since_ns: int, until
 
 
 _SLACK_NS = 1_000_000_000  # a file system whose clock runs a little ahead of this one (NFS) still counts
+
+
+_WALK_LIMIT = 500_000  # entries looked at before the answer is "cannot tell" (never "built nothing")
+
+
+def wrote_nothing(root: Path, *, since_ns: int, exclude: Sequence[Path] = ()) -> bool:
+    """Whether no file under ``root`` (``.git`` and ``exclude`` left out: the ledger's own
+    logs) was modified at or after ``since_ns``. Stops at the first such file; a tree too big
+    to walk, or one that cannot be read, is never called empty-handed."""
+    skip = {os.path.realpath(p) for p in exclude}
+    stack = [os.fspath(root)]
+    seen = 0
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    seen += 1
+                    if seen > _WALK_LIMIT:
+                        return False
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            if entry.name != ".git" and os.path.realpath(entry.path) not in skip:
+                                stack.append(entry.path)
+                        elif entry.is_file(follow_symlinks=False) and \
+                                entry.stat(follow_symlinks=False).st_mtime_ns >= since_ns:
+                            return False
+                    except OSError:
+                        continue
+        except OSError:
+            return False
+    return True

@@ -41,6 +41,8 @@ def summary_json(summary: RunSummary, *, require_all: bool = False) -> dict[str,
                 "warnings": [w.describe() for w in o.warnings],
                 "warning_places": len({w.location for w in o.warnings}),
                 "warning_lines": sum(w.printed for w in o.warnings),
+                "tests": None if o.tests is None else {"runner": o.tests.runner, "passed": o.tests.passed,
+                                                       "failed": o.tests.failed, "skipped": o.tests.skipped},
             }
             for o in summary.outcomes
         ],

@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from relgate.core.counts import TestCounts
 from relgate.core.errors import RelgateError
 from relgate.core.patterns import Folded
 from relgate.core.record import record
@@ -42,7 +43,8 @@ from relgate.run.expect import OutputMatcher
 from relgate.run.harness import HarnessScanner, exit_status_reason
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
-from relgate.run.produces import missing_products
+from relgate.run.produces import missing_products, wrote_nothing
+from relgate.run.testcounts import CountScanner, judge_counts
 
 if TYPE_CHECKING:  # the scanners are imported by the first step that scans a build
     from relgate.run.scanners import CompilerWarning, StreamScanner
@@ -92,6 +94,7 @@ class StepOutcome:
     reused_from: int | None = None
     scanned: bool = False  # its commands ran to a zero exit and the output was scanned for warnings
     matched_rules: tuple[AllowRule, ...] = ()  # the allow rules that accepted a warning here
+    tests: TestCounts | None = None  # what the step's test runner said it ran (None: no runner read)
 
 
 @record(frozen=False)
@@ -146,6 +149,7 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
     """
     summary = RunSummary(run_id=run_id, session=session, facts=facts)
     passed: set[str] = set()
+    unreachable: dict[str, str] = {}  # host → the step that found cargo's registry unreachable there
     with sigterm_interrupts():
         for step in steps:
             blocked = next((name for name in step.needs if name not in passed), None)
@@ -153,8 +157,14 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
             host_name = placed.host.name if not isinstance(placed, str) else "-"
             reporter.step_started(step, host_name)
             try:
-                outcome = _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed,
-                                   ledger=ledger, reuse=reuse and not facts.dirty)
+                if host_name in unreachable and _runs_cargo(step):  # one error per host, not one retry loop each
+                    outcome = _registry_down(step, session=session, run_id=run_id, facts=facts, placed=placed,
+                                             ledger=ledger, first=unreachable[host_name])
+                else:
+                    outcome = _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed,
+                                       ledger=ledger, reuse=reuse and not facts.dirty)
+                if outcome.verdict is Verdict.ERROR and (outcome.reason or "").startswith(REGISTRY_DOWN):
+                    unreachable.setdefault(host_name, step.name)
             except Interrupted as exc:
                 summary.interrupted = signal.Signals(exc.signum).name
                 ledger.finish_run(run_id, "interrupted")
@@ -172,6 +182,30 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
             reporter.step_finished(outcome)
     ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
     return summary
+
+
+REGISTRY_DOWN = "cargo cannot reach its registry"
+
+
+def _runs_cargo(step: PlannedStep) -> bool:
+    return step.action is None and any((c.argv[:1] == ("cargo",)) or (c.shell or "").lstrip().startswith("cargo ")
+                                       for c in step.commands)
+
+
+def _registry_down(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
+                   ledger: Ledger, first: str) -> StepOutcome:
+    """A cargo step on a host whose registry an earlier step of this run could not reach: the
+    same ``error``, recorded at once (cargo would retry for minutes and say it again)."""
+    assert not isinstance(placed, str)
+    host = placed.host
+    reason = f"{REGISTRY_DOWN} (found by {first} on {host.name} in this run; not retried)"
+    step_id = ledger.record_step(verdict=Verdict.ERROR, reason=reason, run_id=run_id, session=session,
+                                 step=step.name, lane=step.lane, target=step.target, commit=facts.commit,
+                                 dirty=facts.dirty, command=step.display(), cwd=str(step.cwd),
+                                 env=redact_env(step.env), host=host.name, board=host.board,
+                                 driver=host.facts.driver, toolkit=host.facts.toolkit)
+    return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=Verdict.ERROR, reason=reason,
+                       duration=0.0)
 
 
 def run_step(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
@@ -235,7 +269,8 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         started_ns = os.fstat(fh.fileno()).st_mtime_ns  # the step's start on the file system's clock
         log = FileSink(fh, partial, limit=step.max_log_bytes)
         harness = HarnessScanner()
-        sink = _Tee(log, scanner, matcher, harness)
+        counter = CountScanner()
+        sink = _Tee(log, scanner, matcher, harness, counter)
         try:
             log.write(f"# relgate {session}/{step.name} on {host.name} at {facts.commit}"
                       f"{' (dirty tree)' if facts.dirty else ''}\n")
@@ -285,8 +320,16 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         verdict, reason = _harness_broke(results[-1], harness) or (verdict, reason)
     if judged is not None:
         verdict, reason = judged
+    counts = counter.finish() if step.action is None and results else None
+    if counts is not None and (verdict is Verdict.PASS or (verdict is Verdict.FAIL and not denied
+                                                           and results[-1].exit_code == 5)):
+        # a runner that executed nothing did not show anything (relgate.run.testcounts)
+        verdict, reason = judge_counts(counts, command=results[-1].command, exit_code=results[-1].exit_code,
+                                       max_skipped=step.max_skipped) or (verdict, reason)
     if verdict is Verdict.PASS and step.produces:
         verdict, reason = _judge_products(step, host, started_ns)
+    elif verdict is Verdict.PASS and step.build:
+        verdict, reason = _judge_built(step, host, results, started_ns, ledger.home)
     if log.error is not None:  # a step whose log is incomplete is never judged on it
         verdict, reason = Verdict.ERROR, log.error
     if step.timing_only and verdict is Verdict.PASS:
@@ -319,12 +362,13 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     last = results[-1] if results else None
     ledger.finish_step(step_id, verdict=verdict, reason=reason, exit_code=last.exit_code if last else None,
                        duration=duration, warnings=warnings_json, warning_count=len(denied), log_path=final,
-                       log_sha256=sha, tail=tail)
+                       log_sha256=sha, tail=tail, tests=counts.to_json() if counts is not None else None,
+                       scanned=scanner is not None and bool(results) and results[-1].ok)
     return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
                        duration=duration, log_path=final, warnings=tuple(denied),
                        allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored,
                        scanned=scanner is not None and bool(results) and results[-1].ok,
-                       matched_rules=tuple(dict.fromkeys(r for _, r in allowed)))
+                       matched_rules=tuple(dict.fromkeys(r for _, r in allowed)), tests=counts)
 
 
 def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult, tuple[Verdict, str] | None]:
@@ -414,6 +458,23 @@ def _judge_products(step: PlannedStep, host: Host, started_ns: int) -> tuple[Ver
     return (Verdict.PASS, None) if missing is None else (Verdict.FAIL, missing)
 
 
+def _judge_built(step: PlannedStep, host: Host, results: list[CommandResult], started_ns: int,
+                 home: Path) -> tuple[Verdict, str | None]:
+    """A build step that declares no ``produces`` passes only if it wrote a file under its
+    folder during the step (a default goal that prints help writes none). A cargo build that
+    finished is the exception: cargo's fingerprints vouch for units an earlier build wrote (a
+    no-op rebuild writes nothing), and its target folder may lie outside the project."""
+    if host.spec.kind != "local":
+        return Verdict.PASS, None  # files on another machine: judged by produces only
+    if wrote_nothing(step.cwd, since_ns=started_ns, exclude=(home,)):
+        if results and results[-1].command.startswith("cargo ") and "Finished" in results[-1].tail:
+            return Verdict.PASS, ("cargo: nothing written under the project (every unit fresh, or a target "
+                                  "folder elsewhere); cargo checked its fingerprints")
+        return Verdict.FAIL, (f"built nothing: no file under {step.cwd} was written during the step "
+                              "(declare what it builds in produces)")
+    return Verdict.PASS, None
+
+
 def _warning_json(w: CompilerWarning) -> dict[str, object]:
     return {"tool": w.tool, "file": w.file, "line": w.line, "column": w.column, "message": w.message,
             "code": w.code, "printed": w.printed}
@@ -435,8 +496,9 @@ class _Tee:
     (they see the output even when the log cannot keep it)."""
 
     def __init__(self, log: FileSink, scanner: StreamScanner | None, matcher: OutputMatcher | None,
-                 harness: HarnessScanner) -> None:
+                 harness: HarnessScanner, counter: CountScanner) -> None:
         self._log, self._scanner, self._matcher, self._harness = log, scanner, matcher, harness
+        self._counter = counter
         self.path = log.path
 
     def write(self, text: str) -> None:
@@ -446,4 +508,5 @@ class _Tee:
         if self._matcher is not None:
             self._matcher.feed(text)
         self._harness.feed(text, folded)
+        self._counter.feed(text)
         self._log.write(text)

@@ -183,7 +183,9 @@ _RUST_SUMMARY = re.compile(
     r"^(?:`[^`]*` \([^)]*\) generated \d+ warnings?\b"
     r"|\d+ warnings? emitted\b"
     r"|build failed, waiting for other jobs to finish"
-    r"|`[^`]*` \([^)]*\) generated \d+ warnings? and \d+ errors?\b)"
+    r"|`[^`]*` \([^)]*\) generated \d+ warnings? and \d+ errors?\b"
+    # cargo's own notes about its registry (it retries): the network's, never the code's
+    r"|spurious network error\b)"
 )
 _RUST_WINDOW = 3  # the "-->" comes right after the header; allow a couple of lines
 

@@ -32,6 +32,11 @@ class Signoff:
     steps: tuple[StepRow, ...] = ()  # the latest row of each step per host, board, commit and tree state
 
     @property
+    def named(self) -> str:
+        """``ds4 1.2.0``; ``ds4 (no version)`` for a project that declares none."""
+        return f"{self.project} {self.version}" if self.version else f"{self.project} (no version)"
+
+    @property
     def complete(self) -> bool:
         return not self.candidate.dirty and all(r.done for r in self.items)
 

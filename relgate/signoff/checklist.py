@@ -7,7 +7,7 @@ commit, or from a dirty tree, never count); manual items need a person's attesta
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import field
 from typing import Any
 
@@ -108,7 +108,17 @@ def _per_board(facts: Facts, rows: Sequence[StepRow], what: str, boards: Sequenc
     if missing:
         return "missing", "; ".join(missing), tuple(used)
     where = f" on {', '.join(boards)}" if boards else ""
-    return "passed", f"{len(used)} step(s) passed{where}", tuple(used)
+    return "passed", f"{len(used)} step(s) passed{where}{_tests_text(used)}", tuple(used)
+
+
+def _tests_text(rows: Sequence[StepRow]) -> str:
+    """``; tests: 41 passed, 2 skipped`` summed over the rows whose runner was read ('' if none)."""
+    counted = [r.tests for r in rows if r.tests is not None]
+    if not counted:
+        return ""
+    passed, failed, skipped = (sum(getattr(c, f) for c in counted) for f in ("passed", "failed", "skipped"))
+    parts = [f"{passed} passed"] + [f"{n} {w}" for n, w in ((failed, "failed"), (skipped, "skipped")) if n]
+    return f"; tests: {', '.join(parts)} ({len(counted)} of {len(rows)} step(s) counted)"
 
 
 def _evidence(facts: Facts, boards: Sequence[str]) -> tuple[str, str, tuple[StepRow, ...]]:
@@ -158,7 +168,12 @@ def _warnings(facts: Facts) -> tuple[str, str, tuple[StepRow, ...]]:
     if warned:
         return "failed", "; ".join(f"{_label(r)} on {_board(r)}: {r.warning_count} warning(s)" for r in warned), \
             tuple(warned)
-    return "passed", f"no warnings in the latest {len(latest)} step(s)", ()
+    scanned = [r for r in latest.values() if r.scanned]
+    if not scanned and all(r.scanned is not None for r in latest.values()):
+        return "missing", (f"no build was scanned for warnings in the latest {len(latest)} step(s) (a release "
+                           "build, or a check with warnings = \"deny\", that ran to the end)"), ()
+    counted = f"{len(scanned)} scanned build(s) of " if scanned else ""
+    return "passed", f"no warnings in the latest {counted}{len(latest)} step(s)", tuple(scanned)
 
 
 def _measure(facts: Facts, name: str, boards: Sequence[str]) -> tuple[str, str, tuple[StepRow, ...]]:
@@ -195,11 +210,23 @@ def _quality(facts: Facts, name: str, boards: Sequence[str]) -> tuple[str, str, 
 def _auto(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> tuple[str, str, tuple[StepRow, ...]]:
     kind, arg = item.auto_kind
     boards = spec.release.boards_for(item.applies) if item.boards is None else item.boards
+    offers = _offering(spec, item)
+    if item.applies and kind in ("session", "lane", "measure", "quality") and boards:
+        # an item of a backend passes only where that backend is: nvcc compiling on a
+        # GPU-less host is no CUDA board's check
+        kept = tuple(b for b in boards if offers(b))
+        if not kept:
+            return "missing", (f"no board of this release offers {' or '.join(item.applies)} "
+                               f"({', '.join(boards)}: no such board; name one in "
+                               f"release.backend_boards, or mark the item not validated)"), ()
+        boards = kept
     where = boards or None  # boards = []: wherever it ran
     if kind == "session":
-        return _per_board(facts, [r for r in facts.steps if r.session == arg], arg or "", where, item.targets)
+        rows = [r for r in facts.steps if r.session == arg and (offers(_board(r)) or r.verdict is Verdict.NOT_RUN)]
+        return _per_board(facts, rows, arg or "", where, item.targets)
     if kind == "lane":
-        return _per_board(facts, [r for r in facts.steps if r.lane == arg], arg or "", where, item.targets)
+        rows = [r for r in facts.steps if r.lane == arg and (offers(_board(r)) or r.verdict is Verdict.NOT_RUN)]
+        return _per_board(facts, rows, arg or "", where, item.targets)
     if kind in ("package", "publish"):
         session = "package_verify" if kind == "package" else "publish_dry_run"
         return _per_board(facts, [r for r in facts.steps if r.session == session], session, None, item.targets)
@@ -210,6 +237,13 @@ def _auto(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> tuple[str, 
     if kind == "measure":
         return _measure(facts, arg or "", boards)
     return _quality(facts, arg or "", boards)
+
+
+def _offering(spec: ChecklistSpec, item: ChecklistItem) -> Callable[[str], bool]:
+    """A test of a board: does it offer one of the item's backends (every board, for an item of none)."""
+    if not item.applies:
+        return lambda board: True
+    return lambda board: any(spec.release.offers(board, backend) for backend in item.applies)
 
 
 def evaluate_item(item: ChecklistItem, facts: Facts, spec: ChecklistSpec) -> ItemResult:
@@ -256,7 +290,8 @@ def describe(result: ItemResult) -> dict[str, Any]:
     out: dict[str, Any] = {"id": result.item.id, "title": result.item.title, "status": result.status,
                            "reason": result.reason, "kind": "manual" if result.item.manual else result.item.auto,
                            "links": [{"step": r.id, "run": r.run_id, "session": r.session, "name": r.step,
-                                      "board": _board(r), "verdict": r.verdict.value, "log": r.log_path}
+                                      "board": _board(r), "verdict": r.verdict.value, "log": r.log_path,
+                                      "tests": r.tests.text() if r.tests is not None else None}
                                      for r in result.steps]}
     if result.decision is not None:
         d = result.decision

@@ -179,7 +179,7 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
     plots = plots or {}
     rel = s.checklist.release
     open_items = s.open_items
-    out = [f"# Sign-off: {s.project} {s.version}", ""]
+    out = [f"# Sign-off: {s.named}", ""]
     if s.complete:
         out.append("**Verdict: complete.** Every item passed, was attested, or was skipped or not validated "
                    "with its text.")
@@ -276,7 +276,7 @@ def _worst(b: BoardComparison, keys: Sequence[str]) -> MetricResult | None:
 def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> str:
     """The section for the version's release notes."""
     out = [f"### {SECTION_TITLE}", ""]
-    out.append(f"{s.project} {s.version} was signed off at commit `{s.candidate.commit[:12]}` on "
+    out.append(f"{s.named} was signed off at commit `{s.candidate.commit[:12]}` on "
                f"{', '.join(s.checklist.release.all_boards)}" + ("" if s.complete else " — the sign-off is **incomplete**")
                + ".")
     out.append("")

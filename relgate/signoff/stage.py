@@ -125,10 +125,9 @@ def _print(s: Signoff, out_dir: Path, out: TextIO) -> None:
         print(f"{r.item.id:<{width}}  {r.status:<14}  {r.reason}", file=out)
     verdict = "complete" if s.complete else f"incomplete ({len(s.open_items)} open"
     verdict += "" if s.complete else (", dirty tree)" if s.candidate.dirty else ")")
-    print(f"sign-off of {s.project} {s.version} at {s.candidate.commit[:12]}: {verdict}", file=out)
+    print(f"sign-off of {s.named} at {s.candidate.commit[:12]}: {verdict}", file=out)
     print(f"wrote {display_path(out_dir / 'signoff.md')}, {display_path(out_dir / 'signoff.html')}, "
           f"{display_path(out_dir / 'signoff.json')}, {display_path(out_dir / 'changelog-section.md')}", file=out)
-
 
 
 def _read_state(out_dir: Path) -> dict | None:
