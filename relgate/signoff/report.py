@@ -193,7 +193,7 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
                    + ", ".join(f"`{c[:12]}`" for c in s.candidate.same_tree[1:]))
     out += [f"- Boards: {', '.join(rel.boards)}; backends: {', '.join(rel.backends) or 'none named'}"
             + "".join(f"; {backend} on {', '.join(bs)}" for backend, bs in rel.backend_boards),
-            f"- Release notes: {', '.join(s.candidate.notes) or 'none (the project keeps no changelog)'}", ""]
+            f"- Release notes: {', '.join(s.candidate.notes) or 'none (no changelog; release.notes names them)'}", ""]
 
     out += ["## What blocks", ""]
     if open_items:
