@@ -86,7 +86,7 @@ def plan_lane(project: ProjectSpec, spec: LanesSpec, lane: str, *, names: Sequen
         base = dict(name=target.name or "", commands=(command,), cwd=project.root, lane=lane, target=target.name,
                     env=dict(opts.env), timeout=opts.timeout, requires=opts.requires, skip=opts.skip,
                     evidence_env=project.evidence_env, evidence_required=opts.evidence,
-                    timing_only=lane_def.mode == "timing")
+                    timing_only=lane_def.mode == "timing", gpus=opts.gpus)
         if lane_def.mode != "per-board":
             steps.append(PlannedStep(**base))
             continue

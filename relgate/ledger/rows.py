@@ -3,7 +3,7 @@ decisions, as the queries of :mod:`relgate.ledger.store` return them."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import field, fields
 from typing import Any
 
 from relgate.core.record import record
@@ -58,6 +58,7 @@ class StepRow:
     tail: str | None
     reused_from: int | None = None
     project_key: str | None = None  # see relgate.ledger.identity; None: written before projects were recorded
+    facts: dict[str, Any] = field(default_factory=dict)  # the step's own host facts (GPUs, Slurm node and job, probes)
 
     @property
     def project(self) -> ProjectIdentity | None:

@@ -11,7 +11,7 @@ from relgate.core.errors import InputError
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # Each entry upgrades the schema from version i to i + 1.
 _MIGRATIONS: tuple[str, ...] = (
@@ -174,6 +174,11 @@ _MIGRATIONS: tuple[str, ...] = (
         vals BLOB NOT NULL,  -- float64, little-endian, run-major: run r, row i at r × rows + i
         PRIMARY KEY (batch_id, metric)
     );
+    """,
+    # 8: a step's own host facts, as JSON: the GPUs it ran on (index, uuid), the Slurm node, job id
+    # and sacct state, the probes of its host (name, passed, output)
+    """
+    ALTER TABLE steps ADD COLUMN facts TEXT NOT NULL DEFAULT '{}';
     """,
 )
 

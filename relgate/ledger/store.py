@@ -300,6 +300,17 @@ class Ledger:
                  log_sha256, tail, command, step_id),
             )
 
+    def note_step_host(self, step_id: int, *, facts: Mapping[str, Any], board: str | None = None,
+                       driver: str | None = None, toolkit: str | None = None) -> None:
+        """The step's own host facts (JSON: its GPUs, the Slurm node, job and state, its host's
+        probes); ``board``/``driver``/``toolkit`` where they were learnt only when it ran (the
+        Slurm node's) replace the host's, before its evidence is stored with them."""
+        with self._tx():
+            self._conn.execute(
+                "UPDATE steps SET facts = ?, board = COALESCE(?, board), driver = COALESCE(?, driver),"
+                " toolkit = COALESCE(?, toolkit) WHERE id = ?",
+                (json.dumps(dict(facts), sort_keys=True, default=str), board, driver, toolkit, step_id))
+
     def record_step(self, **kw: Any) -> int:
         """A step decided without running anything (skip, not-run): one row, final at once."""
         finish = {k: kw.pop(k) for k in ("verdict", "reason") if k in kw}
@@ -351,10 +362,10 @@ class Ledger:
             cur = self._conn.execute(
                 "INSERT INTO steps (run_id, session, step, lane, target, host, board, driver, toolkit, commit_sha,"
                 " dirty, command, cwd, env, started, duration, exit_code, verdict, reason, warning_count, warnings,"
-                " log_path, log_sha256, tail, reused_from, project_key)"
+                " log_path, log_sha256, tail, reused_from, project_key, facts)"
                 " SELECT ?, session, step, lane, target, host, board, driver, toolkit, commit_sha, dirty, command,"
                 " cwd, env, ?, 0, exit_code, verdict, ?, warning_count, warnings, log_path, log_sha256, tail, ?,"
-                " project_key FROM steps WHERE id = ?",
+                " project_key, facts FROM steps WHERE id = ?",
                 (run_id, _now(), f"reused: passed as step #{source}", source, source))
             new_id = int(cur.lastrowid)
             self._conn.execute(
@@ -685,6 +696,7 @@ def _step_row(r: sqlite3.Row) -> StepRow:
     d["verdict"] = Verdict(d["verdict"])
     d["env"] = json.loads(d["env"] or "{}")
     d["warnings"] = json.loads(d["warnings"] or "[]")
+    d["facts"] = json.loads(d.get("facts") or "{}")
     return StepRow(**d)
 
 

@@ -20,9 +20,9 @@ __all__ = ["TYPES", "SCHEMA_RULES", "Rule", "Key", "FileSpec", "key", "nonblank"
            "pattern", "one_of_keys", "text_rule"]
 
 #: string integer number boolean; command (a string, or an argv array); strings (an array of
-#: strings); string-or-strings; table (``fields``); map (any name → ``values``); array (of tables)
+#: strings); string-or-strings; gpus (a whole number or "all"); table (``fields``); map (any name → ``values``); array (of tables)
 TYPES = ("string", "integer", "number", "boolean", "command", "strings", "string-or-strings", "table", "map",
-         "array")
+         "array", "gpus")
 
 #: rule kinds that map to JSON Schema keywords (value → keyword); others are documented as text
 SCHEMA_RULES = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern", "minLength",

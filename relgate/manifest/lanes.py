@@ -24,6 +24,7 @@ from typing import Any
 
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.record import record
+from relgate.manifest.host_extras import parse_gpus
 from relgate.manifest.keys import BUILTIN_LANES, LANE_MODES, LANES
 from relgate.manifest.schema import Checker, did_you_mean, display_path, loads_toml, read_text, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec
@@ -169,6 +170,7 @@ class TargetOptions:
     env: Mapping[str, str] = field(default_factory=dict)
     evidence: bool = False
     skip: str | None = None
+    gpus: int | str | None = None  # GPUs it takes on a host with slots ("all": alone); None: the default rule
 
 
 @record
@@ -249,6 +251,7 @@ def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
         requires=tuple(c.string_list(t, prefix, "requires")), features=tuple(c.string_list(t, prefix, "features")),
         timeout=float(timeout) if timeout else None, args=tuple(c.string_list(t, prefix, "args")),
         env=c.string_map(t, prefix, "env"), evidence=bool(c.get(t, prefix, "evidence", bool, False)), skip=skip,
+        gpus=parse_gpus(c, t, prefix, allow_all=True),
     )
 
 

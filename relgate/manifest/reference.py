@@ -71,6 +71,8 @@ def _node(k: Key) -> dict[str, Any]:
                         {"type": "array", "items": {"type": "string"}, "minItems": 1}]
     elif t == "string-or-strings":
         out["anyOf"] = [{"type": "string"}, {"type": "array", "items": {"type": "string"}}]
+    elif t == "gpus":
+        out["anyOf"] = [{"type": "integer", "minimum": 1}, {"const": "all"}]
     elif t == "table":
         out.update(_table(k.fields))
         _apply(out, k.rules, scalar="object")
@@ -132,7 +134,7 @@ def _toml(value: Any) -> str:
 
 def _type(k: Key) -> str:
     names = {"strings": "array of strings", "command": "string or array of strings",
-             "string-or-strings": "string or array of strings", "map": "table of NAME →",
+             "string-or-strings": "string or array of strings", "gpus": 'integer or "all"', "map": "table of NAME →",
              "array": "array of tables"}
     if k.type == "map" and k.values is not None:
         inner = "table" if k.values.type == "table" else _type(k.values)

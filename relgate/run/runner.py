@@ -43,6 +43,7 @@ from relgate.run.harness import HarnessScanner, exit_status_reason
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
 from relgate.run.produces import missing_products
+from relgate.run.slots import run_side_by_side, side_by_side
 
 if TYPE_CHECKING:  # the scanners are imported by the first step that scans a build
     from relgate.run.scanners import CompilerWarning, StreamScanner
@@ -59,12 +60,32 @@ class HostPool:
     def __init__(self, hosts: Sequence[Host], executors: Mapping[str, Executor]) -> None:
         self.hosts = list(hosts)
         self.executors = dict(executors)
+        self._probed: set[str] = set()
+
+    def probed(self, host: Host, requires: Sequence[str]) -> Host:
+        """``host`` with its ``[[probe]]`` results, run once per run when a step first requires
+        a capability one of them gates (relgate.run.probes)."""
+        executor = self.executors.get(host.name)
+        if host.name in self._probed or executor is None or not host.spec.probes:
+            return executor.host if executor is not None and host.name in self._probed else host
+        from relgate.run.probes import gated, probe_host
+
+        if not gated(host, requires):
+            return host
+        self._probed.add(host.name)
+        host = probe_host(executor)
+        self._refresh_host(host)
+        return host
+
+    def _refresh_host(self, host: Host) -> None:
+        self.hosts = [host if h.name == host.name else h for h in self.hosts]
 
     def place(self, step: PlannedStep) -> Executor | str:
         """The executor of the first host offering what ``step`` needs, or why there is none."""
         candidates = [h for h in self.hosts if step.host is None or h.name == step.host]
         if not candidates:
             return f"no host named {step.host}"
+        candidates = [self.probed(h, step.requires) for h in candidates]
         offering = [h for h in candidates if not h.missing(step.requires)]
         for host in offering:
             if host.name in self.executors:
@@ -72,6 +93,11 @@ class HostPool:
         if offering:
             names = ", ".join(h.name for h in offering)
             return f"only {names} offer {', '.join(step.requires)}, and no executor can reach {names} yet"
+        from relgate.run.probes import probe_failures
+
+        failed = probe_failures(candidates, step.requires)
+        if failed is not None:
+            return failed
         missing = min((h.missing(step.requires) for h in candidates), key=len)
         return f"no host offers {', '.join(missing)}"
 
@@ -92,6 +118,7 @@ class StepOutcome:
     reused_from: int | None = None
     scanned: bool = False  # its commands ran to a zero exit and the output was scanned for warnings
     matched_rules: tuple[AllowRule, ...] = ()  # the allow rules that accepted a warning here
+    facts: Mapping[str, object] = field(default_factory=dict)  # where it really ran (GPUs, node, job)
 
 
 @record(frozen=False)
@@ -147,6 +174,15 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
     summary = RunSummary(run_id=run_id, session=session, facts=facts)
     passed: set[str] = set()
     with sigterm_interrupts():
+        if steps and side_by_side(list(pool.executors.values())):  # GPU slots, or a job scheduler
+            try:
+                summary.outcomes.extend(_run_side_by_side(steps, session=session, run_id=run_id, facts=facts,
+                                                          pool=pool, ledger=ledger, reporter=reporter, reuse=reuse))
+            except (Interrupted, KeyboardInterrupt) as exc:
+                summary.interrupted = _signame(exc)
+                ledger.finish_run(run_id, "interrupted")
+                raise exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT) from None
+            steps = ()
         for step in steps:
             blocked = next((name for name in step.needs if name not in passed), None)
             placed = f"needs {blocked}, which did not pass" if blocked is not None else pool.place(step)
@@ -172,6 +208,26 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
             reporter.step_finished(outcome)
     ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
     return summary
+
+
+def _run_side_by_side(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts: GitFacts,
+                      pool: HostPool, ledger: Ledger, reporter: Reporter, reuse: bool) -> list[StepOutcome]:
+    """:func:`relgate.run.slots.run_side_by_side` over ``pool``: each step on a worker thread
+    with a ledger connection of its own; the reporter called under a lock."""
+    lock = threading.Lock()
+
+    def run(step: PlannedStep, placed: Executor | str) -> tuple[StepOutcome, bool]:
+        with lock:
+            reporter.step_started(step, "-" if isinstance(placed, str) else placed.host.name)
+        with Ledger.open(ledger.home) as own:
+            outcome = _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed, ledger=own,
+                               reuse=reuse and not facts.dirty)
+        with lock:
+            reporter.step_finished(outcome)
+        return outcome, outcome.verdict is Verdict.PASS
+
+    return run_side_by_side(steps, place=pool.place, run=run,  # type: ignore[return-value]
+                            running=lambda: list(pool.executors.values()))
 
 
 def run_step(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
@@ -291,6 +347,10 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         verdict, reason = Verdict.ERROR, log.error
     if step.timing_only and verdict is Verdict.PASS:
         reason = "timing only: ran to the end, the numbers are kept, not judged"
+    host_facts = _step_facts(host, results)
+    if host_facts:  # before the evidence is stored: it carries the node's board
+        ledger.note_step_host(step_id, facts=host_facts, board=_fact(host_facts, "board"),
+                              driver=_fact(host_facts, "driver"), toolkit=_fact(host_facts, "toolkit"))
     strays = sum(len(r.strays) for r in results)
     if strays and verdict is Verdict.PASS:
         reason = f"{strays} process(es) outlived the command (left its process group) and were killed; see the log"
@@ -324,7 +384,23 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                        duration=duration, log_path=final, warnings=tuple(denied),
                        allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored,
                        scanned=scanner is not None and bool(results) and results[-1].ok,
-                       matched_rules=tuple(dict.fromkeys(r for _, r in allowed)))
+                       matched_rules=tuple(dict.fromkeys(r for _, r in allowed)), facts=host_facts)
+
+
+def _step_facts(host: Host, results: Sequence[CommandResult]) -> dict[str, object]:
+    """Where the step really ran (its commands' facts, the last one's winning) and this run's
+    probes of its host (name → passed and output)."""
+    out: dict[str, object] = {}
+    for r in results:
+        out.update(r.facts)
+    if host.facts.probes:
+        out["probes"] = {p.name: {"passed": p.passed, "output": p.output} for p in host.facts.probes}
+    return out
+
+
+def _fact(facts: Mapping[str, object], key: str) -> str | None:
+    value = facts.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult, tuple[Verdict, str] | None]:
