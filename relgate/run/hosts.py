@@ -28,13 +28,15 @@ class ProbeResult:
 
     name: str
     passed: bool
-    output: str  # the probe's output (its tail), or why it could not run
+    output: str  # the probe's output (its tail)
+    why: str | None = None  # why it failed: exit 1, timed out, output does not match /…/
 
     def summary(self) -> str:
-        """The last non-blank output line, shortened: what a ``not-run`` reason quotes."""
+        """Why it failed and its last output line, shortened: what a ``not-run`` reason quotes."""
         lines = [line.strip() for line in self.output.splitlines() if line.strip()]
         last = lines[-1] if lines else "no output"
-        return last if len(last) <= 160 else last[:157] + "..."
+        last = last if len(last) <= 160 else last[:157] + "..."
+        return f"{self.why}: {last}" if self.why else last
 
 
 @record

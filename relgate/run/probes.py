@@ -56,10 +56,7 @@ def _run_one(executor: Executor, spec: ProbeSpec) -> ProbeResult:
                or (f"killed by signal {result.signal}" if result.signal else None))
     if why is None and spec.expect is not None and not re.search(spec.expect, text, re.MULTILINE):
         why = f"output does not match /{spec.expect}/"
-    kept = text[-_KEEP:]
-    if why is not None:
-        kept = f"{kept}{'' if kept.endswith(chr(10)) or not kept else chr(10)}{spec.run}: {why}\n"
-    return ProbeResult(name=spec.name, passed=why is None, output=kept)
+    return ProbeResult(name=spec.name, passed=why is None, output=text[-_KEEP:], why=why)
 
 
 def probe_host(executor: Executor) -> Host:

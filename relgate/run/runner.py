@@ -394,7 +394,7 @@ def _step_facts(host: Host, results: Sequence[CommandResult]) -> dict[str, objec
     for r in results:
         out.update(r.facts)
     if host.facts.probes:
-        out["probes"] = {p.name: {"passed": p.passed, "output": p.output} for p in host.facts.probes}
+        out["probes"] = {p.name: {"passed": p.passed, "output": p.output, "why": p.why} for p in host.facts.probes}
     return out
 
 
