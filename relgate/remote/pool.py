@@ -332,8 +332,9 @@ class RemotePool(HostPool):
 
     def close(self) -> None:
         for executor in self.executors.values():
-            if isinstance(executor, RemoteExecutor):
-                executor.close()
+            close = getattr(executor, "close", None)  # SSH connections and locks; a cluster's queued jobs
+            if close is not None:
+                close()
 
 
 def host_pool(ws: Workspace, *, allow_hosts: Sequence[str] = (), connect: bool = True) -> RemotePool:
@@ -352,6 +353,12 @@ def host_pool(ws: Workspace, *, allow_hosts: Sequence[str] = (), connect: bool =
             # once per invocation: the facts live on the workspace's memo
             host = Host(spec=spec, facts=ws.memo.get(host_key(spec.name), lambda spec=spec: detect_local(spec)))
             executors[host.name] = LocalExecutor(host)
+        elif spec.kind == "slurm":  # each step a job (relgate.remote.slurm), loaded by a run with a cluster only
+            from relgate.remote.slurm import SlurmExecutor, slurm_host
+
+            host = slurm_host(spec)
+            ctx = ctx or RunContext(ws)
+            executors[host.name] = SlurmExecutor(host, ctx)
         else:
             host = Host(spec=spec, facts=HostFacts(boards=spec.boards, driver=spec.driver, toolkit=spec.toolkit,
                                                    capabilities=frozenset(spec.capabilities)))

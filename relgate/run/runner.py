@@ -249,7 +249,8 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                                      toolkit=None, **row)
         return StepOutcome(step=step, step_id=step_id, host="-", verdict=verdict, reason=reason, duration=0.0)
 
-    executor = placed
+    bind = getattr(placed, "bind", None)  # a job scheduler asks for what this step requires (relgate.remote.slurm)
+    executor = bind(step) if bind is not None else placed
     host = executor.host
     row.update(host=host.name, board=host.board, driver=host.facts.driver, toolkit=host.facts.toolkit)
     if reuse and step.action is None:  # an in-process check is cheap and reads files no commit pins

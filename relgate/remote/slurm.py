@@ -1,0 +1,279 @@
+"""A Slurm cluster as a host (``kind = "slurm"``): each step's command is a job, through ``srun``.
+
+The runner places a step on the cluster when it offers what the step requires (a board of
+``[host.board.NAME]``, a declared capability); :meth:`SlurmExecutor.bind` ties the step's
+``requires`` and ``gpus`` to the executor, so each command becomes an ``srun`` that asks Slurm
+for a node with that board (``--gres``/``--constraint``/``--partition``) within the host's
+partition, account and time limit (:func:`relgate.remote.slurm_jobs.srun_argv`). Submission is
+from this machine, through the local executor: ``srun``'s output streams into the step's log
+as it arrives, and a stop (Ctrl-C, SIGTERM, a timeout) ends ``srun``, then ``scancel``s the job.
+
+On the node, before the command, the job script writes the node's facts (its name, the job
+id, the GPUs Slurm gave it, nvidia-smi's board/driver/UUIDs and nvcc's toolkit where present)
+and checks that the checkout's HEAD is the candidate commit. The candidate is delivered once
+per commit into the host's ``workdir``, which every node shares (``git fetch`` of the exact
+commit into a checkout of its own, detached); the evidence file lives there too and is copied
+back into the ledger after the job. The job's final state and exit code come from ``sacct``
+(or ``scontrol`` where the cluster keeps no accounting) and go into the step's facts, with the
+node, the job id and every attempt: a job the cluster ended under the step (preempted, time
+limit, node failure, OOM kill, cancelled by someone else) is submitted again up to
+``resubmit`` times, then is ``error``; never ``fail``.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from relgate.core.errors import Interrupted
+from relgate.core.redact import redact_env
+from relgate.remote.slurm_jobs import job_of, node_boards, parse_facts, read_state, scancel, srun_argv
+from relgate.run.executor import CommandRequest, CommandResult, LocalExecutor, LogSink
+from relgate.run.hosts import Host, HostFacts
+from relgate.run.plan import PlannedStep
+from relgate.run.slots import gpus_needed
+
+__all__ = ["SlurmExecutor", "slurm_host"]
+
+_STATE_POLL = 10  # tries (0.2 s apart) for a just-ended job's final state to settle
+
+
+def slurm_host(spec: Any) -> Host:
+    """A Slurm host as placement sees it: it offers every board of its ``[host.board]`` tables,
+    the boards and capabilities it declares; its nodes' own facts come with each step."""
+    boards = tuple(dict.fromkeys([*spec.boards, *spec.slurm.boards]))
+    return Host(spec=spec, facts=HostFacts(boards=boards, driver=spec.driver, toolkit=spec.toolkit,
+                                           capabilities=frozenset(spec.capabilities)))
+
+
+class SlurmExecutor:
+    """The cluster as one host whose steps run side by side (up to ``max_jobs`` jobs at once)."""
+
+    def __init__(self, host: Host, ctx: Any) -> None:
+        self.host = host
+        self.spec = host.spec.slurm
+        self.max_jobs = self.spec.max_jobs
+        self._ctx = ctx  # relgate.remote.pool.RunContext: the candidate, the run's token
+        self.env = {**os.environ, **host.spec.env}
+        self._local = LocalExecutor(host, base_env=self.env)
+        self._lock = threading.Lock()
+        self._checkouts: dict[str, str] = {}
+        self._count = 0
+        self._live: set[str] = set()  # job names submitted and not known to be over
+        self._nodes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
+        self.stopped = False
+
+    def bind(self, step: PlannedStep) -> _Job:
+        return _Job(self, step)
+
+    def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
+        return _Job(self, None).run(request, sink)
+
+    def interrupt(self, signum: int) -> None:
+        """From another thread: end every ``srun`` (their workers raise Interrupted and cancel their jobs)."""
+        self.stopped = True
+        self._local.interrupt(signum)
+
+    def close(self) -> None:
+        """Cancel whatever this run still has in the queue."""
+        with self._lock:
+            live = sorted(self._live)
+        scancel(live, self.env)
+
+    def probe(self, command: str, timeout: float) -> tuple[int | None, str]:
+        """A ``[[probe]]`` as a job on a node of the partition: its exit status and output."""
+        argv = ["srun", f"--job-name={self._name()}", "--nodes=1", "--ntasks=1"]
+        argv += [f"--partition={self.spec.partition}"] if self.spec.partition else []
+        argv += [f"--account={self.spec.account}"] if self.spec.account else []
+        try:
+            done = subprocess.run([*argv, "/bin/sh", "-c", command], env=self.env, capture_output=True, text=True,
+                                  timeout=timeout, stdin=subprocess.DEVNULL)
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return None, str(exc)
+        return done.returncode, done.stdout + done.stderr
+
+    # -- what the jobs share ----------------------------------------------------------------
+    def _name(self) -> str:
+        with self._lock:
+            self._count += 1
+            return f"relgate-{self._ctx.token}-{self._count}"
+
+    def checkout(self, side: Any, say: Any) -> str:
+        """The candidate's checkout in the shared workdir (made once per commit, HEAD verified)."""
+        with self._lock:
+            if side.commit in self._checkouts:
+                return self._checkouts[side.commit]
+            root = Path(self.host.spec.workdir) / _safe(self._ctx.project)
+            repo, checkout = root / "repo.git", root / "checkouts" / side.commit
+            if not (repo / "HEAD").exists():
+                repo.parent.mkdir(parents=True, exist_ok=True)
+                _git(repo.parent, "init", "-q", "--bare", str(repo))
+            _git(repo, "fetch", "-q", str(side.repo), f"+{side.commit}:refs/relgate/{side.commit}")
+            if not checkout.exists():
+                _git(repo, "worktree", "add", "-q", "--detach", str(checkout), side.commit)
+                how = "checked out"
+            else:
+                how = "checkout reused"
+            head = _git(checkout, "rev-parse", "HEAD").strip()
+            if head != side.commit:
+                raise OSError(f"HEAD of {checkout} is {head}, not {side.commit}")
+            say(f"{self.host.name}: HEAD of {checkout} verified = {head} ({how}; each job checks it again on its node)")
+            self._checkouts[side.commit] = str(checkout)
+            return str(checkout)
+
+    def node_facts(self, node: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        with self._lock:
+            known = self._nodes.get(node)
+        if known is None:
+            known = node_boards(node, self.env)
+            with self._lock:
+                self._nodes[node] = known
+        return known
+
+
+class _Job:
+    """One step's commands as jobs on the cluster (its requires and gpus bound)."""
+
+    def __init__(self, cluster: SlurmExecutor, step: PlannedStep | None) -> None:
+        self.cluster = cluster
+        self.host = cluster.host
+        self.step = step
+
+    def interrupt(self, signum: int) -> None:
+        self.cluster.interrupt(signum)
+
+    def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
+        c, started = self.cluster, datetime.now(timezone.utc)
+        say = lambda line: sink.write(f"# relgate: {line}\n")  # noqa: E731
+        try:
+            side = c._ctx.side_of(Path(request.cwd))
+            checkout = c.checkout(side, say)
+        except Exception as exc:  # noqa: BLE001 - SshError (outside the project), git failing: the host cannot run it
+            return self._refused(request, sink, f"{c.host.name}: cannot deliver the candidate: {exc}", started)
+        rel = Path(request.cwd).resolve().relative_to(side.root).as_posix()
+        workdir = Path(checkout) / side.subdir / rel if side.subdir != "." else Path(checkout) / rel
+        env = dict(request.env)
+        jobs_dir = Path(c.host.spec.workdir) / _safe(c._ctx.project) / "jobs" / c._ctx.token
+        jobs_dir.mkdir(parents=True, exist_ok=True)
+        local_evidence = Path(env[c._ctx.evidence_env]) if c._ctx.evidence_env in env else None
+        attempts: list[dict[str, Any]] = []
+        requires = self.step.requires if self.step is not None else ()
+        gpus = self.step.gpus if self.step is not None else None
+        gpu_step = self.step is not None and gpus_needed(self.step, self.host) > 0
+        for attempt in range(c.spec.resubmit + 1):
+            name = c._name()
+            facts_file = jobs_dir / f"{name}.facts"
+            if local_evidence is not None:
+                remote_evidence = jobs_dir / f"{name}.evidence"
+                env[c._ctx.evidence_env] = str(remote_evidence)
+            tail = [str(facts_file), side.commit, checkout, str(workdir), "--"]
+            tail += list(request.argv) if request.argv is not None else ["/bin/sh", "-c", request.shell or ""]
+            argv = srun_argv(c.spec, name=name, requires=requires, gpus=gpus, gpu_step=gpu_step, script_args=tail)
+            say(f"job {name}: {' '.join(a for a in argv[:argv.index('/bin/sh')])} (attempt {attempt + 1})")
+            with c._lock:
+                c._live.add(name)
+            try:
+                result = c._local.run(replace(request, argv=tuple(argv), shell=None, cwd=Path(checkout), env=env),
+                                      sink)
+            except (Interrupted, KeyboardInterrupt):
+                scancel([name], c.env)
+                say(f"job {name} cancelled (scancel): relgate was stopped")
+                raise
+            job_facts = parse_facts(facts_file.read_text()) if facts_file.exists() else {}
+            job = (job_facts.get("job") or [None])[0] or job_of(name, c.env)
+            state = _final_state(job, c.env) if job else None
+            if result.timed_out or state is None or state.state in ("PENDING", "RUNNING", "COMPLETING"):
+                scancel([name], c.env)  # relgate's own timeout, or srun gone with the job alive
+            with c._lock:
+                c._live.discard(name)
+            node = (job_facts.get("node") or [None])[0] or (state.node if state else None)
+            record = {"job_id": job, "name": name, "node": node, "state": state.state if state else "NEVER-STARTED",
+                      "exit_code": state.exit_code if state else None, "source": state.source if state else None}
+            attempts.append(record)
+            say(f"job {job or name} on {node or 'no node'}: {record['state']}, exit {record['exit_code']} "
+                f"({record['source'] or 'no state'})")
+            if local_evidence is not None and remote_evidence.exists():
+                shutil.copyfile(remote_evidence, local_evidence)
+                say(f"evidence fetched from {c.host.name}:{remote_evidence}")
+            facts = self._facts(job_facts, attempts, requires)
+            head = (job_facts.get("head") or [""])[0]
+            if job_facts and head != side.commit:
+                return replace(result, spawn_error=f"{node}: the checkout's HEAD is {head or 'unreadable'}, not "
+                               f"{side.commit}", facts=facts)
+            if job_facts:
+                say(f"{node}: HEAD of {checkout} verified = {head} on the node, before the command")
+            if result.timed_out or state is None or not state.infra or c.stopped:
+                if state is None and not result.ok and not result.timed_out:
+                    return replace(result, facts=facts, spawn_error=f"srun {name} ended without a job "
+                                   f"(exit {result.exit_code}): see the log")
+                return replace(result, facts=facts)
+            if attempt < c.spec.resubmit:
+                say(f"job {job} ended {state.state} under the step (not the code): resubmitting "
+                    f"({attempt + 1} of {c.spec.resubmit})")
+        why = (f"slurm job {job} on {node or 'no node'} ended {state.state} (exit {state.exit_code}, "
+               f"{state.source}); submitted {len(attempts)} time(s)")
+        return replace(result, spawn_error=why, exit_code=None, facts=facts)
+
+    def _facts(self, job: dict[str, list[str]], attempts: list[dict[str, Any]],
+               requires: Sequence[str]) -> dict[str, Any]:
+        last = attempts[-1]
+        out: dict[str, Any] = {"slurm": {**last, "attempts": attempts}}
+        node = last["node"]
+        gpus = [g.split(",") for g in job.get("gpu", [])]
+        board = next((r for r in requires if r in self.cluster.spec.boards), None)
+        if gpus:
+            out["board"] = ", ".join(dict.fromkeys(g[1].strip() for g in gpus if len(g) > 1))
+            out["driver"] = ", ".join(dict.fromkeys(g[2].strip() for g in gpus if len(g) > 2))
+            out["gpus"] = [{"index": int(g[0]), "uuid": g[3].strip()} for g in gpus if len(g) > 3 and g[0].isdigit()]
+        elif node:
+            types, features = self.cluster.node_facts(node)
+            found = board if board in (*types, *features) else (types[0] if types else None)
+            if found:
+                out["board"] = found
+            out["slurm"]["node_features"] = list(features)
+        visible = (job.get("visible") or [""])[0]
+        if visible:
+            out["visible_devices"] = visible
+            out.setdefault("gpus", [{"index": int(i), "uuid": None} for i in visible.split(",") if i.isdigit()])
+        toolkit = (job.get("toolkit") or [""])[0]
+        if toolkit:
+            out["toolkit"] = toolkit
+        return out
+
+    def _refused(self, request: CommandRequest, sink: LogSink, message: str, started: datetime) -> CommandResult:
+        sink.write(f"# relgate: {message}\n")
+        return CommandResult(host=self.host.name, command=request.display(), cwd=str(request.cwd),
+                             env=redact_env(dict(request.env)), exit_code=None, signal=None, started=started,
+                             duration=0.0, timed_out=False, spawn_error=message, log_path=sink.path,
+                             tail=message + "\n")
+
+
+def _final_state(job: str, env: dict[str, str]) -> Any:
+    """The job's state once Slurm has settled it (a job is COMPLETING for a moment after srun ends)."""
+    state = read_state(job, env)
+    for _ in range(_STATE_POLL):
+        if state.state not in ("COMPLETING", "RUNNING", "PENDING", "CONFIGURING"):
+            break
+        time.sleep(0.2)
+        state = read_state(job, env)
+    return state
+
+
+def _git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
+    if done.returncode != 0:
+        raise OSError(f"git {' '.join(args)}: {done.stderr.strip() or done.returncode}")
+    return done.stdout
+
+
+def _safe(project: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]", "_", project) or "project"

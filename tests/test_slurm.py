@@ -1,0 +1,210 @@
+"""A Slurm cluster as a host, against a real Slurm the tests start (``tests/slurm_support.py``).
+
+Debian's slurmctld, slurmd and munged run with their own config in a temp dir: one node on
+127.0.0.1, then two nodes in network namespaces. The GPUs are GRES backed by device files
+(no machine here has a GPU: Slurm hands out their indexes and sets CUDA_VISIBLE_DEVICES,
+which is all relgate reads); everything else is real: the lanes go through ``nox -s gate``,
+each step is an ``srun`` job on a node, the candidate is delivered into the shared work dir
+and verified on the node, the evidence comes back into the ledger. Concurrency is shown
+without timing: two jobs meet at a barrier that opens only when both run at once.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from slurm_support import Cluster, NodeSpec, slurm_cluster, slurm_missing
+
+from conftest import NOXFILE, Project, copy_example, git, wait_for
+
+FILE_SECONDS = 60
+
+pytestmark = pytest.mark.skipif(slurm_missing() is not None, reason=f"no Slurm here: {slurm_missing()}")
+
+
+@pytest.fixture(scope="module")
+def one_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    with slurm_cluster(tmp_path_factory.mktemp("slurm1"), [NodeSpec(name="n1", gpu_type="h100", gpus=2)]) as c:
+        yield c
+
+
+def _project(tmp: Path, cluster: Cluster, targets: dict[str, tuple[str, str]], extra: str = "") -> Project:
+    """tinyinfer's tree with a gate lane of ``targets`` (name → (board, shell command)) and the cluster's host file."""
+    project = copy_example(tmp, "tinyinfer")
+    lanes = "[lanes]\n" + "".join(f'"{n}" = "gate"\n' for n in targets)
+    for name, (board, command) in targets.items():
+        lanes += (f'\n[target.{name}]\npath = "tests/test_kernels.c"\nshell = true\n'
+                  f'command = {json.dumps(command)}\nrequires = ["{board}"]\n')
+    (project.manifests / "lanes.toml").write_text(lanes)
+    cluster.host_file(project.hosts / "cluster.toml", extra=extra)
+    return project
+
+
+def _rows(project: Project) -> dict[str, dict]:
+    done = project.relgate("status", "--json")
+    assert done.returncode == 0, done.stderr
+    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
+
+
+def _barrier(gate: Path, need: int) -> str:
+    return (f'mkdir -p {gate}; touch {gate}/$SLURM_JOB_ID; n=0; '
+            f'while [ $(ls {gate} | wc -l) -lt {need} ]; do n=$((n+1)); '
+            f'[ $n -gt 600 ] && {{ echo "alone at the barrier"; exit 7; }}; sleep 0.05; done')
+
+
+def test_a_lane_runs_as_jobs_on_the_node_with_logs_evidence_and_node_facts_back(one_node: Cluster,
+                                                                                tmp_path: Path) -> None:
+    gate = tmp_path / "gate"
+    cell = ("printf 'kern\\t%s\\tnode\\t%s\\n' \"$RG\" \"$SLURMD_NODENAME\" >> \"$TINYINFER_EVIDENCE\"; "
+            "echo \"$RG on $SLURMD_NODENAME gpu $CUDA_VISIBLE_DEVICES at $(git rev-parse HEAD)\"; ")
+    project = _project(tmp_path, one_node, {
+        "kern-a": ("h100", "RG=a; " + _barrier(gate, 2) + "; " + cell),
+        "kern-b": ("h100", "RG=b; " + _barrier(gate, 2) + "; " + cell),
+        "red": ("h100", "echo about to fail; exit 3"),
+    })
+    lanes = project.manifests / "lanes.toml"
+    lanes.write_text(lanes.read_text().replace('requires = ["h100"]\n', 'requires = ["h100"]\nevidence = true\n', 2))
+    commit = git(project.root, "rev-parse", "HEAD").strip()  # the manifests live outside the tree
+    done = project.nox("gate")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in out, out  # red fails the lane
+    rows = _rows(project)
+    for name in ("kern-a", "kern-b"):
+        row = rows[name]
+        assert row["verdict"] == "pass", (row["reason"], row["tail"])
+        assert row["host"] == "cluster" and row["board"] == "h100" and row["commit_sha"] == commit
+        slurm = row["facts"]["slurm"]
+        assert slurm["node"] == "n1" and slurm["state"] == "COMPLETED" and slurm["exit_code"] == "0:0"
+        assert slurm["job_id"].isdigit() and slurm["source"] in ("sacct", "scontrol")
+        assert len(slurm["attempts"]) == 1
+        log = (project.home / row["log_path"]).read_text()
+        tag = name[-1]
+        assert f"{tag} on n1 gpu {row['facts']['visible_devices']} at {commit}" in log  # ran there, on the commit
+        assert f"n1: HEAD of {one_node.dir / 'work'}" in log and f"verified = {commit} on the node" in log
+    # submitted together: both met at the barrier, each on its own GPU
+    assert {rows["kern-a"]["facts"]["visible_devices"], rows["kern-b"]["facts"]["visible_devices"]} == {"0", "1"}
+    with project_ledger(project) as ledger:
+        cells = {e.target: ledger.resolve(e.path).read_text() for e in ledger.evidence(commit=commit)}
+    assert cells["kern-a"] == "kern\ta\tnode\tn1\n" and cells["kern-b"] == "kern\tb\tnode\tn1\n"
+    red = rows["red"]
+    assert red["verdict"] == "fail" and red["exit_code"] == 3, red  # the code's red, not the cluster's
+    assert red["facts"]["slurm"]["state"] == "FAILED" and red["facts"]["slurm"]["exit_code"] == "3:0"
+    assert len(red["facts"]["slurm"]["attempts"]) == 1  # a red step is never resubmitted
+    assert "about to fail" in (project.home / red["log_path"]).read_text()
+    assert one_node.jobs() == []
+
+
+def project_ledger(project: Project):  # type: ignore[no-untyped-def]
+    from relgate.ledger.store import Ledger
+
+    return Ledger.open(project.home)
+
+
+def _canceller(cluster: Cluster, marks: Path, rules: dict[str, int], stop: threading.Event) -> threading.Thread:
+    """Cancel (``scancel``, as a preemption would end it) the running jobs whose step wrote
+    ``marks/NAME-JOBID``, the first ``rules[NAME]`` of each step's jobs."""
+    done: dict[str, set[str]] = {name: set() for name in rules}
+
+    def loop() -> None:
+        while not stop.is_set():
+            for mark in marks.glob("*-*") if marks.exists() else ():
+                name, _, job = mark.name.rpartition("-")
+                if name in rules and job not in done[name] and len(done[name]) < rules[name]:
+                    cluster.run("scancel", job, check=False)
+                    done[name].add(job)
+            stop.wait(0.1)
+
+    thread = threading.Thread(target=loop, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_a_job_the_cluster_cancels_is_error_and_resubmitted_once_never_fail(one_node: Cluster,
+                                                                             tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    started = f"touch {marks}/$RG-$SLURM_JOB_ID; sleep 60 & wait $!; echo done"
+    quick = f"touch {marks}/$RG-$SLURM_JOB_ID; if [ $(ls {marks} | grep -c $RG-) -lt 2 ]; then sleep 60 & wait $!; fi; echo done"
+    project = _project(tmp_path, one_node, {"doomed": ("h100", f"RG=doomed; {started}"),
+                                            "flaky": ("h100", f"RG=flaky; {quick}")})
+    stop = threading.Event()
+    thread = _canceller(one_node, marks, {"doomed": 2, "flaky": 1}, stop)
+    try:
+        done = project.nox("gate")
+    finally:
+        stop.set()
+        thread.join()
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in out, out
+    rows = _rows(project)
+    doomed, flaky = rows["doomed"], rows["flaky"]
+    assert doomed["verdict"] == "error", doomed
+    attempts = doomed["facts"]["slurm"]["attempts"]
+    assert [a["state"].split()[0] for a in attempts] == ["CANCELLED", "CANCELLED"]  # resubmitted once, no more
+    assert "ended CANCELLED" in doomed["reason"] and "submitted 2 time(s)" in doomed["reason"]
+    assert flaky["verdict"] == "pass", flaky  # the resubmitted job ran to the end
+    assert [a["state"].split()[0] for a in flaky["facts"]["slurm"]["attempts"]] == ["CANCELLED", "COMPLETED"]
+    log = (project.home / flaky["log_path"]).read_text()
+    assert "resubmitting (1 of 1)" in log and "done" in log
+    assert len(list(marks.glob("doomed-*"))) == 2
+    assert one_node.jobs() == []
+
+
+def test_ctrl_c_during_a_run_leaves_no_job_in_the_queue(one_node: Cluster, tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    project = _project(tmp_path, one_node, {
+        f"long-{i}": ("h100", f"touch {marks}/$SLURM_JOB_ID; sleep 120") for i in range(3)})  # 2 GPUs: one waits
+    argv = [sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", "gate"]
+    proc = subprocess.Popen(argv, env=project.env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            start_new_session=True)
+    try:
+        assert wait_for(lambda: len(list(marks.iterdir())) >= 2, 60), "the jobs never started"
+        assert len(one_node.jobs()) == 3  # two running, one pending
+        os.killpg(proc.pid, signal.SIGINT)  # Ctrl-C: the terminal signals the whole foreground group
+        out, _ = proc.communicate(timeout=120)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode != 0 and "Traceback" not in out, out
+    assert one_node.jobs() == [], one_node.jobs()  # nothing left running or pending
+    rows = _rows(project)
+    started = [r for r in rows.values() if r["step"].startswith("long-")]
+    assert started and all(r["verdict"] == "error" and "interrupted" in (r["reason"] or "") for r in started), started
+
+
+def test_a_two_node_cluster_places_each_step_on_the_node_with_its_board(tmp_path: Path) -> None:
+    from netns_support import netns_missing
+
+    if netns_missing() is not None:
+        pytest.skip(f"no network namespaces here: {netns_missing()}")
+    nodes = [NodeSpec(name="gpu-h", gpu_type="h100", features=("h100",)),
+             NodeSpec(name="gpu-a", gpu_type="a100", features=("a100", "bigmem"))]
+    with slurm_cluster(tmp_path / "slurm2", nodes, netns=True) as cluster:
+        report = "echo \"$RG on $SLURMD_NODENAME at $(ip -4 -o addr show scope global | awk '{print $4}')\""
+        project = _project(tmp_path, cluster, {"on-h100": ("h100", f"RG=h; {report}"),
+                                               "on-a100": ("a100", f"RG=a; {report}"),
+                                               "on-bigmem": ("bigmem", f"RG=m; {report}")})
+        host = project.hosts / "cluster.toml"
+        host.write_text(host.read_text() + '\n[host.board.bigmem]\nconstraint = "bigmem"\n')
+        done = project.nox("gate")
+        out = done.stdout + done.stderr
+        assert done.returncode == 0 and "Traceback" not in out, out
+        rows = _rows(project)
+        for step, node, board in (("on-h100", "gpu-h", "h100"), ("on-a100", "gpu-a", "a100"),
+                                  ("on-bigmem", "gpu-a", "bigmem")):
+            row = rows[step]
+            assert row["verdict"] == "pass" and row["facts"]["slurm"]["node"] == node, row
+            assert row["board"] == board
+            log = (project.home / row["log_path"]).read_text()
+            assert f"on {node} at {cluster.addresses[node]}/30" in log  # ran in that node's namespace
+        assert rows["on-a100"]["facts"]["slurm"]["node_features"] == ["a100", "bigmem"]
