@@ -208,3 +208,31 @@ def test_a_two_node_cluster_places_each_step_on_the_node_with_its_board(tmp_path
             log = (project.home / row["log_path"]).read_text()
             assert f"on {node} at {cluster.addresses[node]}/30" in log  # ran in that node's namespace
         assert rows["on-a100"]["facts"]["slurm"]["node_features"] == ["a100", "bigmem"]
+
+
+def test_order_and_failure_read_the_same_on_the_cluster_contract_require_all_and_reuse(one_node: Cluster,
+                                                                                      tmp_path: Path) -> None:
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    project = _project(tmp_path, one_node, {
+        "first-red": ("h100", f"touch {marks}/first-red-$SLURM_JOB_ID; exit 1"),
+        "then-green": ("h100", f"touch {marks}/then-green-$SLURM_JOB_ID; echo green"),
+        "no-such-board": ("b200", "echo never"),
+    })
+    lanes = project.manifests / "lanes.toml"
+    lanes.write_text(lanes.read_text().replace('= "gate"', '= "contract"'))
+    done = project.nox("contract", extra=("--", "--require-all"))
+    out = done.stdout + done.stderr
+    assert done.returncode != 0 and "Traceback" not in out, out
+    rows = _rows(project)
+    # contract: every target ran to the end and every red is listed; nothing offers b200: not-run
+    assert rows["first-red"]["verdict"] == "fail" and rows["then-green"]["verdict"] == "pass"
+    assert rows["no-such-board"]["verdict"] == "not-run" and rows["no-such-board"]["reason"] == "no host offers b200"
+    assert "--require-all: 1 step(s) not run count as a failure" in out
+    # --reuse: the pass on this commit stands (same cluster, same board, any node); the red runs again
+    again = project.nox("contract", extra=("--", "--reuse", "then-green", "first-red"))
+    assert again.returncode != 0, again.stdout
+    rows = {r["step"]: r for r in json.loads(project.relgate("status", "--json").stdout)["steps"]}
+    assert rows["then-green"]["reason"].startswith("reused: passed as step #"), rows["then-green"]
+    assert rows["then-green"]["facts"]["slurm"]["node"] == "n1"  # the original's node facts come along
+    assert len(list(marks.glob("then-green-*"))) == 1 and len(list(marks.glob("first-red-*"))) == 2

@@ -343,16 +343,19 @@ class Ledger:
 
     def reusable_pass(self, *, run_id: str, commit: str, session: str, step: str, host: str, command: str,
                       env: Mapping[str, str], board: str | None, driver: str | None,
-                      toolkit: str | None) -> StepRow | None:
+                      toolkit: str | None, any_node: bool = False) -> StepRow | None:
         """The latest pass of this exact step on a clean tree: same project (the one of run
-        ``run_id``), commit, command, env, host and host facts. Rows without a project never match."""
+        ``run_id``), commit, command, env, host and host facts. Rows without a project never match.
+        ``any_node``: the host is a cluster whose scheduler picks any node with ``board`` (a
+        fresh run could land on any of them), so the node's driver and toolkit are not compared."""
+        nodes = "" if any_node else " AND driver IS ? AND toolkit IS ?"
         row = self._conn.execute(
             "SELECT * FROM steps WHERE project_key = (SELECT project_key FROM runs WHERE id = ?)"
             " AND commit_sha = ? AND session = ? AND step = ? AND host = ? AND command = ? AND env = ?"
-            " AND board IS ? AND driver IS ? AND toolkit IS ? AND dirty = 0 AND verdict = ?"
+            f" AND board IS ?{nodes} AND dirty = 0 AND verdict = ?"
             " ORDER BY id DESC LIMIT 1",
-            (run_id, commit, session, step, host, command, _env_json(env), board, driver, toolkit,
-             Verdict.PASS.value)).fetchone()
+            (run_id, commit, session, step, host, command, _env_json(env), board,
+             *(() if any_node else (driver, toolkit)), Verdict.PASS.value)).fetchone()
         return None if row is None else _step_row(row)
 
     def reuse_step(self, *, run_id: str, original: StepRow) -> int:

@@ -151,6 +151,12 @@ class _Job:
     def interrupt(self, signum: int) -> None:
         self.cluster.interrupt(signum)
 
+    def planned_board(self) -> str | None:
+        """The board this step asks the cluster for (the first required one with a board table);
+        the step's row carries it, whichever node ran it."""
+        requires = self.step.requires if self.step is not None else ()
+        return next((r for r in requires if r in self.cluster.spec.boards), None)
+
     def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
         c, started = self.cluster, datetime.now(timezone.utc)
         say = lambda line: sink.write(f"# relgate: {line}\n")  # noqa: E731
@@ -229,18 +235,21 @@ class _Job:
         out: dict[str, Any] = {"slurm": {**last, "attempts": attempts}}
         node = last["node"]
         gpus = [g.split(",") for g in job.get("gpu", [])]
-        board = next((r for r in requires if r in self.cluster.spec.boards), None)
-        if gpus:
-            out["board"] = ", ".join(dict.fromkeys(g[1].strip() for g in gpus if len(g) > 1))
-            out["driver"] = ", ".join(dict.fromkeys(g[2].strip() for g in gpus if len(g) > 2))
-            out["gpus"] = [{"index": int(g[0]), "uuid": g[3].strip()} for g in gpus if len(g) > 3 and g[0].isdigit()]
-        elif node:
+        visible = (job.get("visible") or [""])[0]
+        mine = {i for i in visible.split(",") if i.isdigit()}
+        if mine and len(gpus) > len(mine):  # nvidia-smi saw the whole node: keep the GPUs Slurm gave the job
+            gpus = [g for g in gpus if g[0].strip() in mine]
+        board = self.planned_board()
+        if node:
             types, features = self.cluster.node_facts(node)
-            found = board if board in (*types, *features) else (types[0] if types else None)
+            out["slurm"]["node_gres"], out["slurm"]["node_features"] = list(types), list(features)
+            found = board if board is not None else (types[0] if types else None)
             if found:
                 out["board"] = found
-            out["slurm"]["node_features"] = list(features)
-        visible = (job.get("visible") or [""])[0]
+        if gpus:  # nvidia-smi on the node: the boards' own names, the driver, the UUIDs
+            out["gpu_names"] = list(dict.fromkeys(g[1].strip() for g in gpus if len(g) > 1))
+            out["driver"] = ", ".join(dict.fromkeys(g[2].strip() for g in gpus if len(g) > 2))
+            out["gpus"] = [{"index": int(g[0]), "uuid": g[3].strip()} for g in gpus if len(g) > 3 and g[0].isdigit()]
         if visible:
             out["visible_devices"] = visible
             out.setdefault("gpus", [{"index": int(i), "uuid": None} for i in visible.split(",") if i.isdigit()])

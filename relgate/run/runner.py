@@ -254,9 +254,12 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     host = executor.host
     row.update(host=host.name, board=host.board, driver=host.facts.driver, toolkit=host.facts.toolkit)
     if reuse and step.action is None:  # an in-process check is cheap and reads files no commit pins
+        board = getattr(executor, "planned_board", None)  # a cluster: the board the step asks for, any node
         earlier = ledger.reusable_pass(run_id=run_id, commit=facts.commit, session=session, step=step.name,
-                                       host=host.name, command=step.display(), env=row["env"], board=host.board,
-                                       driver=host.facts.driver, toolkit=host.facts.toolkit)
+                                       host=host.name, command=step.display(), env=row["env"],
+                                       board=host.board if board is None else board(),
+                                       driver=host.facts.driver, toolkit=host.facts.toolkit,
+                                       any_node=board is not None)
         if earlier is not None:
             step_id = ledger.reuse_step(run_id=run_id, original=earlier)
             source = earlier.reused_from or earlier.id
