@@ -94,7 +94,8 @@ def _hostname() -> str:
     return socket.gethostname().split(".")[0]
 
 
-def _conf(tmp: Path, nodes: Sequence[NodeSpec], addresses: dict[str, str], ctld: str, ports: tuple[int, int]) -> str:
+def _conf(tmp: Path, nodes: Sequence[NodeSpec], addresses: dict[str, str], ctld: str, ports: tuple[int, int],
+          partitions: dict[str, Sequence[str]]) -> str:
     lines = [
         "ClusterName=relgate-test",
         f"SlurmctldHost={_hostname()}({ctld})",
@@ -116,6 +117,8 @@ def _conf(tmp: Path, nodes: Sequence[NodeSpec], addresses: dict[str, str], ctld:
         lines.append(f"NodeName={n.name} NodeAddr={addresses[n.name]} CPUs={n.cpus} RealMemory=1000 "
                      f"Gres=gpu:{n.gpu_type}:{n.gpus}{feats} State=UNKNOWN")
     lines.append("PartitionName=gpu Nodes=ALL Default=YES MaxTime=INFINITE State=UP")
+    for name, members in partitions.items():
+        lines.append(f"PartitionName={name} Nodes={','.join(members)} MaxTime=INFINITE State=UP")
     return "\n".join(lines) + "\n"
 
 
@@ -177,8 +180,10 @@ def _munge(tmp: Path, stack: ExitStack) -> None:  # type: ignore[misc]
 
 
 @contextmanager
-def slurm_cluster(tmp: Path, nodes: Sequence[NodeSpec], *, netns: bool = False) -> Iterator[Cluster]:
-    """A running cluster of ``nodes`` (on 127.0.0.1, or one network namespace each)."""
+def slurm_cluster(tmp: Path, nodes: Sequence[NodeSpec], *, netns: bool = False,
+                  partitions: dict[str, Sequence[str]] | None = None) -> Iterator[Cluster]:
+    """A running cluster of ``nodes`` (on 127.0.0.1, or one network namespace each); every node
+    is in partition ``gpu``, and ``partitions`` adds others (name → node names)."""
     why = slurm_missing()
     if why is not None:
         raise RuntimeError(why)
@@ -208,7 +213,7 @@ def slurm_cluster(tmp: Path, nodes: Sequence[NodeSpec], *, netns: bool = False) 
                 addresses[n.name] = "127.0.0.1"
             ctld = "127.0.0.1"
         conf = tmp / "slurm.conf"
-        conf.write_text(_conf(tmp, nodes, addresses, ctld, (_free_port(), _free_port())))
+        conf.write_text(_conf(tmp, nodes, addresses, ctld, (_free_port(), _free_port()), dict(partitions or {})))
         gres = []
         for n in nodes:
             for i in range(n.gpus):
