@@ -173,3 +173,25 @@ def test_one_gpu_host_still_pins_each_gpu_step_and_runs_them_one_at_a_time(tmp_p
     assert all(v[2] == "0" for v in seen.values())
     assert not any(_overlap(seen[a], seen[b]) for a, b in itertools.combinations(seen, 2))
     assert replace(rows["s0"]).facts["gpus"] == [{"index": 0, "uuid": UUIDS[0]}]
+
+
+def test_each_running_step_has_its_own_live_line_and_it_ends_with_the_step(tmp_path: Path) -> None:
+    import io
+    import time
+
+    from relgate.run.console import ConsoleReporter
+    from relgate.run.runner import StepOutcome
+
+    out = io.StringIO()
+    reporter = ConsoleReporter(out, progress=0.05)
+    a, b = (_step(n, "true", tmp_path, requires=("cuda",)) for n in ("alpha", "beta"))
+    reporter.step_started(a, "box")
+    reporter.step_started(b, "box")
+    time.sleep(0.3)  # both tick (a bound on waiting, not a measurement)
+    for s in (a, b):
+        reporter.step_finished(StepOutcome(step=s, step_id=1, host="box", verdict=Verdict.PASS, reason=None,
+                                           duration=0.1))
+    seen = out.getvalue()
+    assert "contract  alpha  [box]  running" in seen and "contract  beta  [box]  running" in seen
+    time.sleep(0.3)
+    assert out.getvalue() == seen  # no ticker outlives its step
