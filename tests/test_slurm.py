@@ -236,3 +236,30 @@ def test_order_and_failure_read_the_same_on_the_cluster_contract_require_all_and
     assert rows["then-green"]["reason"].startswith("reused: passed as step #"), rows["then-green"]
     assert rows["then-green"]["facts"]["slurm"]["node"] == "n1"  # the original's node facts come along
     assert len(list(marks.glob("then-green-*"))) == 1 and len(list(marks.glob("first-red-*"))) == 2
+
+
+def test_a_probe_runs_as_a_job_on_a_node_and_its_failure_keeps_the_steps_off(one_node: Cluster,
+                                                                             tmp_path: Path) -> None:
+    count = tmp_path / "probed"
+    project = _project(tmp_path, one_node, {"needs-rdma": ("rdma", "echo never"),
+                                            "needs-ib": ("ib", "echo ran on $SLURMD_NODENAME")})
+    host = project.hosts / "cluster.toml"
+    host.write_text(host.read_text() + f'''
+[[probe]]
+name = "rdma"
+run = "echo $SLURMD_NODENAME >> {count}; echo 'rdma: disabled on '$SLURMD_NODENAME; exit 1"
+
+[[probe]]
+name = "ib"
+run = "echo $SLURMD_NODENAME >> {count}; echo 'state: PORT_ACTIVE'"
+expect = "PORT_ACTIVE"
+''')
+    done = project.nox("gate")
+    assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
+    rows = _rows(project)
+    assert rows["needs-rdma"]["verdict"] == "not-run"
+    assert rows["needs-rdma"]["reason"] == "rdma probe failed on cluster (exit 1: rdma: disabled on n1)"
+    ib = rows["needs-ib"]
+    assert ib["verdict"] == "pass" and ib["facts"]["probes"]["ib"]["passed"] is True, ib
+    assert "PORT_ACTIVE" in ib["facts"]["probes"]["ib"]["output"]
+    assert count.read_text().split() == ["n1", "n1"]  # each probe once, as a job on the node

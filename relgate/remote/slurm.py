@@ -99,7 +99,9 @@ class SlurmExecutor:
                                   timeout=timeout, stdin=subprocess.DEVNULL)
         except (OSError, subprocess.TimeoutExpired) as exc:
             return None, str(exc)
-        return done.returncode, done.stdout + done.stderr
+        told = "".join(line for line in done.stderr.splitlines(keepends=True)  # the exit status says it already
+                       if not re.match(r"srun: error: \S+: task \d+: Exited with exit code \d+", line))
+        return done.returncode, done.stdout + told
 
     # -- what the jobs share ----------------------------------------------------------------
     def _name(self) -> str:
