@@ -263,3 +263,41 @@ expect = "PORT_ACTIVE"
     assert ib["verdict"] == "pass" and ib["facts"]["probes"]["ib"]["passed"] is True, ib
     assert "PORT_ACTIVE" in ib["facts"]["probes"]["ib"]["output"]
     assert count.read_text().split() == ["n1", "n1"]  # each probe once, as a job on the node
+
+
+def test_jobs_submitted_from_a_login_node_over_ssh(one_node: Cluster, tmp_path: Path) -> None:
+    from sshd_support import sshd_missing, start_sshd
+
+    if sshd_missing() is not None:
+        pytest.skip(f"no sshd here: {sshd_missing()}")
+    server = start_sshd(tmp_path / "sshd")
+    try:
+        cell = "printf 'kern\\tl\\tnode\\t%s\\n' \"$SLURMD_NODENAME\" >> \"$TINYINFER_EVIDENCE\"; echo on $SLURMD_NODENAME"
+        project = _project(tmp_path, one_node, {"via-login": ("h100", cell)})
+        lanes = project.manifests / "lanes.toml"
+        lanes.write_text(lanes.read_text() + "evidence = true\n")
+        host = project.hosts / "cluster.toml"
+        server.write_known_hosts(project.hosts / "login.known_hosts")
+        host.write_text(host.read_text().replace(
+            'kind = "slurm"\n', f'kind = "slurm"\naddress = "{server.address}"\nport = {server.port}\n'
+                                f'user = "{server.user}"\nidentity = "{server.client_key}"\n'
+                                'known_hosts = "login.known_hosts"\n'))
+        commit = git(project.root, "rev-parse", "HEAD").strip()
+        done = project.nox("gate")
+        out = done.stdout + done.stderr
+        assert done.returncode == 0 and "Traceback" not in out, out
+        row = _rows(project)["via-login"]
+        assert row["verdict"] == "pass" and row["facts"]["slurm"]["node"] == "n1", row
+        log = (project.home / row["log_path"]).read_text()
+        assert f"from login node {server.address}" in log and "bundle of" in log  # delivered over SSH
+        assert f"verified = {commit} on the node" in log and "on n1" in log
+        with project_ledger(project) as ledger:
+            cells = [ledger.resolve(e.path).read_text() for e in ledger.evidence(commit=commit)]
+        assert cells == ["kern\tl\tnode\tn1\n"]
+        # an unknown login-node key is refused, nothing is submitted
+        (project.hosts / "login.known_hosts").write_text("")
+        refused = project.nox("gate")
+        row = _rows(project)["via-login"]
+        assert refused.returncode != 0 and row["verdict"] == "error" and "unknown host key" in row["reason"], row
+    finally:
+        server.stop()

@@ -451,7 +451,8 @@ HOST = FileSpec(
             rules=(nonblank(), _NAME)),
         key("kind", "string", "where commands run (slurm: each step is a job on the cluster)", choices=HOST_KINDS,
             default="local"),
-        key("address", "string", "ssh: the address (required)", example="10.0.0.7"),
+        key("address", "string", "ssh: the address (required); slurm: the login node jobs are submitted from "
+            "(default: this machine)", example="10.0.0.7"),
         key("port", "integer", "ssh: the port", default=22, rules=_PORT_RULES),
         key("user", "string", "ssh: the user"),
         key("identity", "string", "ssh: the client key", default_text="ssh-agent and ~/.ssh keys"),

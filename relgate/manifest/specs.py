@@ -508,11 +508,11 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
         c.problem("host.port", f"{port} is not a TCP port")
     here = Path(path).parent
     known_hosts = c.get(t, "host", "known_hosts", str)
-    if kind == "ssh" and address and not known_hosts:
+    if kind in ("ssh", "slurm") and address and not known_hosts:
         c.problem("host.known_hosts", "an ssh host needs a known_hosts file (relative to this file); "
                   f"fill it with ssh-keyscan -p {port} {address} after checking the fingerprint")
     known_path = (here / Path(known_hosts).expanduser()) if known_hosts else None
-    if known_path is not None and kind == "ssh" and address and not known_path.is_file():
+    if known_path is not None and kind in ("ssh", "slurm") and address and not known_path.is_file():
         c.problem("host.known_hosts", f"{known_path} does not exist; create it with "
                   f"ssh-keyscan -p {port} {address} >> {known_path} after checking the fingerprint")
     identity = c.get(t, "host", "identity", str)

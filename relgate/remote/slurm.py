@@ -22,22 +22,20 @@ limit, node failure, OOM kill, cancelled by someone else) is submitted again up 
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from relgate.core.errors import Interrupted
 from relgate.core.redact import redact_env
-from relgate.remote.slurm_jobs import job_of, node_boards, parse_facts, read_state, scancel, srun_argv
-from relgate.run.executor import CommandRequest, CommandResult, LocalExecutor, LogSink
+from relgate.remote.slurm_jobs import JobState, Query, job_of, node_boards, parse_facts, read_state, scancel, srun_argv
+from relgate.remote.slurm_submit import submitter
+from relgate.run.executor import CommandRequest, CommandResult, LogSink
 from relgate.run.hosts import Host, HostFacts
 from relgate.run.plan import PlannedStep
 from relgate.run.slots import gpus_needed
@@ -45,6 +43,7 @@ from relgate.run.slots import gpus_needed
 __all__ = ["SlurmExecutor", "slurm_host"]
 
 _STATE_POLL = 10  # tries (0.2 s apart) for a just-ended job's final state to settle
+_CANCEL_WAIT = 30.0  # seconds a stopped run waits for its cancelled jobs to leave the queue
 
 
 def slurm_host(spec: Any) -> Host:
@@ -63,10 +62,10 @@ class SlurmExecutor:
         self.spec = host.spec.slurm
         self.max_jobs = self.spec.max_jobs
         self._ctx = ctx  # relgate.remote.pool.RunContext: the candidate, the run's token
-        self.env = {**os.environ, **host.spec.env}
-        self._local = LocalExecutor(host, base_env=self.env)
+        self.submit = submitter(host)  # this machine, or the login node over SSH
         self._lock = threading.Lock()
         self._checkouts: dict[str, str] = {}
+        self._folders: set[str] = set()
         self._count = 0
         self._live: set[str] = set()  # job names submitted and not known to be over
         self._nodes: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {}
@@ -81,24 +80,22 @@ class SlurmExecutor:
     def interrupt(self, signum: int) -> None:
         """From another thread: end every ``srun`` (their workers raise Interrupted and cancel their jobs)."""
         self.stopped = True
-        self._local.interrupt(signum)
+        self.submit.interrupt(signum)
 
     def close(self) -> None:
         """Cancel whatever this run still has in the queue."""
         with self._lock:
             live = sorted(self._live)
-        scancel(live, self.env)
+        if live:
+            scancel(live, self.submit.query, wait=_CANCEL_WAIT)
+        self.submit.close()
 
     def probe(self, command: str, timeout: float) -> tuple[int | None, str]:
         """A ``[[probe]]`` as a job on a node of the partition: its exit status and output."""
         argv = ["srun", f"--job-name={self._name()}", "--nodes=1", "--ntasks=1"]
         argv += [f"--partition={self.spec.partition}"] if self.spec.partition else []
         argv += [f"--account={self.spec.account}"] if self.spec.account else []
-        try:
-            done = subprocess.run([*argv, "/bin/sh", "-c", command], env=self.env, capture_output=True, text=True,
-                                  timeout=timeout, stdin=subprocess.DEVNULL)
-        except (OSError, subprocess.TimeoutExpired) as exc:
-            return None, str(exc)
+        done = self.submit.query([*argv, "/bin/sh", "-c", command])
         told = "".join(line for line in done.stderr.splitlines(keepends=True)  # the exit status says it already
                        if not re.match(r"srun: error: \S+: task \d+: Exited with exit code \d+", line))
         return done.returncode, done.stdout + told
@@ -114,29 +111,27 @@ class SlurmExecutor:
         with self._lock:
             if side.commit in self._checkouts:
                 return self._checkouts[side.commit]
-            root = Path(self.host.spec.workdir) / _safe(self._ctx.project)
-            repo, checkout = root / "repo.git", root / "checkouts" / side.commit
-            if not (repo / "HEAD").exists():
-                repo.parent.mkdir(parents=True, exist_ok=True)
-                _git(repo.parent, "init", "-q", "--bare", str(repo))
-            _git(repo, "fetch", "-q", str(side.repo), f"+{side.commit}:refs/relgate/{side.commit}")
-            if not checkout.exists():
-                _git(repo, "worktree", "add", "-q", "--detach", str(checkout), side.commit)
-                how = "checked out"
-            else:
-                how = "checkout reused"
-            head = _git(checkout, "rev-parse", "HEAD").strip()
-            if head != side.commit:
-                raise OSError(f"HEAD of {checkout} is {head}, not {side.commit}")
-            say(f"{self.host.name}: HEAD of {checkout} verified = {head} ({how}; each job checks it again on its node)")
-            self._checkouts[side.commit] = str(checkout)
-            return str(checkout)
+            checkout, how = self.submit.checkout(side, self.host.spec.workdir, self._ctx.project,
+                                                 _safe(self._ctx.project))
+            say(f"{self.host.name}: HEAD of {checkout} verified = {side.commit} ({how}, from {self.submit.where}; "
+                "each job checks it again on its node)")
+            self._checkouts[side.commit] = checkout
+            return checkout
+
+    def folder(self, path: str) -> None:
+        """``path`` made where jobs are submitted from (once per run)."""
+        with self._lock:
+            if path in self._folders:
+                return
+        self.submit.mkdir(path)
+        with self._lock:
+            self._folders.add(path)
 
     def node_facts(self, node: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
         with self._lock:
             known = self._nodes.get(node)
         if known is None:
-            known = node_boards(node, self.env)
+            known = node_boards(node, self.submit.query)
             with self._lock:
                 self._nodes[node] = known
         return known
@@ -168,10 +163,13 @@ class _Job:
         except Exception as exc:  # noqa: BLE001 - SshError (outside the project), git failing: the host cannot run it
             return self._refused(request, sink, f"{c.host.name}: cannot deliver the candidate: {exc}", started)
         rel = Path(request.cwd).resolve().relative_to(side.root).as_posix()
-        workdir = Path(checkout) / side.subdir / rel if side.subdir != "." else Path(checkout) / rel
+        workdir = PurePosixPath(checkout) / side.subdir / rel if side.subdir != "." else PurePosixPath(checkout) / rel
         env = dict(request.env)
-        jobs_dir = Path(c.host.spec.workdir) / _safe(c._ctx.project) / "jobs" / c._ctx.token
-        jobs_dir.mkdir(parents=True, exist_ok=True)
+        jobs_dir = PurePosixPath(c.host.spec.workdir) / _safe(c._ctx.project) / "jobs" / c._ctx.token
+        try:
+            c.folder(str(jobs_dir))
+        except OSError as exc:
+            return self._refused(request, sink, f"{c.host.name}: {exc}", started)
         local_evidence = Path(env[c._ctx.evidence_env]) if c._ctx.evidence_env in env else None
         attempts: list[dict[str, Any]] = []
         requires = self.step.requires if self.step is not None else ()
@@ -190,17 +188,21 @@ class _Job:
             with c._lock:
                 c._live.add(name)
             try:
-                result = c._local.run(replace(request, argv=tuple(argv), shell=None, cwd=Path(checkout), env=env),
+                result = c.submit.run(replace(request, argv=tuple(argv), shell=None, cwd=PurePosixPath(checkout), env=env),
                                       sink)
             except (Interrupted, KeyboardInterrupt):
-                scancel([name], c.env)
-                say(f"job {name} cancelled (scancel): relgate was stopped")
+                left = scancel([name], c.submit.query, wait=_CANCEL_WAIT)
+                with c._lock:
+                    c._live.discard(name)
+                say(f"job {name} cancelled (scancel): relgate was stopped"
+                    + (f"; squeue still lists it after {_CANCEL_WAIT:g} s" if left else "; it left the queue"))
                 raise
-            job_facts = parse_facts(facts_file.read_text()) if facts_file.exists() else {}
-            job = (job_facts.get("job") or [None])[0] or job_of(name, c.env)
-            state = _final_state(job, c.env) if job else None
+            text = c.submit.read(str(facts_file))
+            job_facts = parse_facts(text) if text else {}
+            job = (job_facts.get("job") or [None])[0] or job_of(name, c.submit.query)
+            state = _final_state(job, c.submit.query) if job else None
             if result.timed_out or state is None or state.state in ("PENDING", "RUNNING", "COMPLETING"):
-                scancel([name], c.env)  # relgate's own timeout, or srun gone with the job alive
+                scancel([name], c.submit.query)  # relgate's own timeout, or srun gone with the job alive
             with c._lock:
                 c._live.discard(name)
             node = (job_facts.get("node") or [None])[0] or (state.node if state else None)
@@ -209,8 +211,7 @@ class _Job:
             attempts.append(record)
             say(f"job {job or name} on {node or 'no node'}: {record['state']}, exit {record['exit_code']} "
                 f"({record['source'] or 'no state'})")
-            if local_evidence is not None and remote_evidence.exists():
-                shutil.copyfile(remote_evidence, local_evidence)
+            if local_evidence is not None and c.submit.fetch(str(remote_evidence), local_evidence):
                 say(f"evidence fetched from {c.host.name}:{remote_evidence}")
             facts = self._facts(job_facts, attempts, requires)
             head = (job_facts.get("head") or [""])[0]
@@ -268,22 +269,15 @@ class _Job:
                              tail=message + "\n")
 
 
-def _final_state(job: str, env: dict[str, str]) -> Any:
+def _final_state(job: str, query: Query) -> JobState:
     """The job's state once Slurm has settled it (a job is COMPLETING for a moment after srun ends)."""
-    state = read_state(job, env)
+    state = read_state(job, query)
     for _ in range(_STATE_POLL):
         if state.state not in ("COMPLETING", "RUNNING", "PENDING", "CONFIGURING"):
             break
         time.sleep(0.2)
-        state = read_state(job, env)
+        state = read_state(job, query)
     return state
-
-
-def _git(cwd: Path, *args: str) -> str:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True, stdin=subprocess.DEVNULL)
-    if done.returncode != 0:
-        raise OSError(f"git {' '.join(args)}: {done.stderr.strip() or done.returncode}")
-    return done.stdout
 
 
 def _safe(project: str) -> str:

@@ -12,18 +12,18 @@ code) is judged like any command: pass or fail. A job the cluster ended under it
 from __future__ import annotations
 
 import re
-import subprocess
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Sequence
+from typing import Protocol
 
 from relgate.core.record import record
 from relgate.manifest.host_extras import GPU_ALL, SlurmSpec
 
 __all__ = ["INFRA_STATES", "JobState", "srun_argv", "read_state", "parse_scontrol", "parse_facts", "node_boards",
-           "JOB_SCRIPT"]
+           "JOB_SCRIPT", "job_of", "scancel", "Query"]
 
 INFRA_STATES = frozenset({"PREEMPTED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
                           "CANCELLED", "REVOKED", "REQUEUED", "SUSPENDED"})
-_QUERY_TIMEOUT = 30.0
 
 # Runs on the node: its facts into $1 (node, job, GPUs, the checkout's HEAD, driver, toolkit),
 # the HEAD checked against the candidate ($2), then the command in $4 (after "--").
@@ -101,42 +101,43 @@ def parse_facts(text: str) -> dict[str, list[str]]:
     return out
 
 
-def _query(argv: Sequence[str], env: Mapping[str, str]) -> subprocess.CompletedProcess[str] | None:
-    try:
-        return subprocess.run(list(argv), env=dict(env), capture_output=True, text=True, timeout=_QUERY_TIMEOUT,
-                              stdin=subprocess.DEVNULL)
-    except (OSError, subprocess.TimeoutExpired):
-        return None
+class _Answer(Protocol):
+    returncode: int | None
+    stdout: str
+    stderr: str
 
 
-def read_state(job: str, env: Mapping[str, str]) -> JobState:
+Query = Callable[[Sequence[str]], _Answer]  # runs a short command where jobs are submitted from
+
+
+def read_state(job: str, query: Query) -> JobState:
     """The job's final state and exit code: ``sacct`` where the cluster keeps accounting, else
     ``scontrol show job`` (which knows a job for ``MinJobAge`` after it ended)."""
-    done = _query(["sacct", "-j", job, "-X", "-n", "-P", "-o", "State,ExitCode,NodeList"], env)
-    if done is not None and done.returncode == 0 and done.stdout.strip():
+    done = query(["sacct", "-j", job, "-X", "-n", "-P", "-o", "State,ExitCode,NodeList"])
+    if done.returncode == 0 and done.stdout.strip():
         state, code, node = (done.stdout.strip().splitlines()[0].split("|") + ["", "", ""])[:3]
         return JobState(state=state or "UNKNOWN", exit_code=code or "?", node=node or None, source="sacct")
-    done = _query(["scontrol", "show", "job", job, "-o"], env)
-    if done is not None and done.returncode == 0:
+    done = query(["scontrol", "show", "job", job, "-o"])
+    if done.returncode == 0:
         fields = parse_scontrol(done.stdout)
         node = fields.get("NodeList")
         return JobState(state=fields.get("JobState", "UNKNOWN"), exit_code=fields.get("ExitCode", "?"),
                         node=None if node in (None, "(null)") else node, source="scontrol")
-    why = (done.stderr.strip() if done is not None else "scontrol did not answer") or "no answer"
+    why = (done.stderr.strip() or done.stdout.strip()) or "no answer"
     return JobState(state="UNKNOWN", exit_code="?", node=None, source=f"none ({why[:120]})")
 
 
-def job_of(name: str, env: Mapping[str, str]) -> str | None:
+def job_of(name: str, query: Query) -> str | None:
     """The id of the job named ``name`` (pending, running, or recently ended), if Slurm knows it."""
-    done = _query(["squeue", "-h", "-t", "all", f"--name={name}", "-o", "%i"], env)
-    ids = done.stdout.split() if done is not None and done.returncode == 0 else []
+    done = query(["squeue", "-h", "-t", "all", f"--name={name}", "-o", "%i"])
+    ids = [i for i in done.stdout.split() if i.isdigit()] if done.returncode == 0 else []
     return ids[-1] if ids else None
 
 
-def node_boards(node: str, env: Mapping[str, str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+def node_boards(node: str, query: Query) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """The GPU types in ``node``'s GRES and its features (``scontrol show node``)."""
-    done = _query(["scontrol", "show", "node", node, "-o"], env)
-    if done is None or done.returncode != 0:
+    done = query(["scontrol", "show", "node", node, "-o"])
+    if done.returncode != 0:
         return (), ()
     fields = parse_scontrol(done.stdout)
     types = tuple(dict.fromkeys(m.group(1) for m in re.finditer(r"gpu:([^:(),]+):\d+", fields.get("Gres", ""))))
@@ -144,7 +145,21 @@ def node_boards(node: str, env: Mapping[str, str]) -> tuple[tuple[str, ...], tup
     return types, features
 
 
-def scancel(names: Sequence[str], env: Mapping[str, str]) -> None:
-    """Cancel the jobs named ``names`` (whatever their state)."""
+def scancel(names: Sequence[str], query: Query, *, wait: float = 0.0) -> list[str]:
+    """Cancel the jobs named ``names`` (whatever their state); with ``wait``, up to that many
+    seconds until ``squeue`` no longer lists them (a cancelled job is COMPLETING while its
+    processes end). The names still listed then."""
     for name in names:
-        _query(["scancel", f"--name={name}"], env)
+        query(["scancel", f"--name={name}"])
+    left = list(names)
+    deadline = time.monotonic() + wait
+    while left and wait > 0:
+        done = query(["squeue", "-h", f"--name={','.join(left)}", "-o", "%j"])
+        if done.returncode != 0:
+            break
+        listed = set(done.stdout.split())
+        left = [n for n in left if n in listed]
+        if not left or time.monotonic() >= deadline:
+            break
+        time.sleep(0.2)
+    return left
