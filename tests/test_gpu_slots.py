@@ -195,3 +195,43 @@ def test_each_running_step_has_its_own_live_line_and_it_ends_with_the_step(tmp_p
     assert "contract  alpha  [box]  running" in seen and "contract  beta  [box]  running" in seen
     time.sleep(0.3)
     assert out.getvalue() == seen  # no ticker outlives its step
+
+
+def test_ctrl_c_stops_every_step_running_on_a_slot_and_starts_no_other(tmp_path: Path) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    from conftest import NOXFILE, copy_example, pid_gone, wait_for
+
+    project = copy_example(tmp_path, "tinyinfer")
+    pids = tmp_path / "pids"
+    pids.mkdir()
+    lanes = "[lanes]\n" + "".join(f'"slot-{i}" = "gate"\n' for i in range(3))
+    for i in range(3):
+        lanes += (f'\n[target.slot-{i}]\npath = "tests/test_kernels.c"\nshell = true\n'
+                  f'command = "echo $$ > {pids}/{i}; sleep 120"\nrequires = ["cuda"]\n')
+    (project.manifests / "lanes.toml").write_text(lanes)
+    (project.hosts / "local.toml").write_text('[host]\nname = "local"\nkind = "local"\ncapabilities = ["cuda"]\n'
+                                              "gpus = 2\n")
+    proc = subprocess.Popen([sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", "gate"], env=project.env,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    try:
+        assert wait_for(lambda: len(list(pids.iterdir())) == 2, 60), "two steps never ran side by side"
+        running = [int(p.read_text()) for p in pids.iterdir()]
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert proc.returncode != 0 and "Traceback" not in out, out
+    assert all(wait_for(lambda p=p: pid_gone(p), 10) for p in running)
+    assert sorted(p.name for p in pids.iterdir()) == ["0", "1"]  # the third never started
+    done = project.relgate("status", "--json")
+    rows = {r["step"]: r for r in json.loads(done.stdout)["steps"]}
+    assert {n for n in rows if n.startswith("slot-")} == {"slot-0", "slot-1"}
+    for name in ("slot-0", "slot-1"):
+        assert rows[name]["verdict"] == "error" and "interrupted" in rows[name]["reason"], rows[name]
