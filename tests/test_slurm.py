@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -89,8 +90,11 @@ def test_a_lane_runs_as_jobs_on_the_node_with_logs_evidence_and_node_facts_back(
         tag = name[-1]
         assert f"{tag} on n1 gpu {row['facts']['visible_devices']} at {commit}" in log  # ran there, on the commit
         assert f"n1: HEAD of {one_node.dir / 'work'}" in log and f"verified = {commit} on the node" in log
-    # submitted together: both met at the barrier, each on its own GPU
+    # submitted together: both met at the barrier, each on its own GPU, each in a checkout of its own
     assert {rows["kern-a"]["facts"]["visible_devices"], rows["kern-b"]["facts"]["visible_devices"]} == {"0", "1"}
+    trees = {n: re.search(r"n1: HEAD of (\S+) verified", (project.home / rows[n]["log_path"]).read_text()).group(1)
+             for n in ("kern-a", "kern-b", "red")}
+    assert trees["kern-a"] != trees["kern-b"], trees  # never two jobs in one tree
     with project_ledger(project) as ledger:
         cells = {e.target: ledger.resolve(e.path).read_text() for e in ledger.evidence(commit=commit)}
     assert cells["kern-a"] == "kern\ta\tnode\tn1\n" and cells["kern-b"] == "kern\tb\tnode\tn1\n"
@@ -272,10 +276,13 @@ def test_jobs_submitted_from_a_login_node_over_ssh(one_node: Cluster, tmp_path: 
         pytest.skip(f"no sshd here: {sshd_missing()}")
     server = start_sshd(tmp_path / "sshd")
     try:
-        cell = "printf 'kern\\tl\\tnode\\t%s\\n' \"$SLURMD_NODENAME\" >> \"$TINYINFER_EVIDENCE\"; echo on $SLURMD_NODENAME"
-        project = _project(tmp_path, one_node, {"via-login": ("h100", cell)})
+        cell = ("printf 'kern\\t%s\\tnode\\t%s\\n' \"$RG\" \"$SLURMD_NODENAME\" >> \"$TINYINFER_EVIDENCE\"; "
+                "echo on $SLURMD_NODENAME")
+        gate = tmp_path / "gate"  # two jobs at once: two checkouts on the login node's side
+        project = _project(tmp_path, one_node, {"via-login": ("h100", f"RG=l; {_barrier(gate, 2)}; {cell}"),
+                                                "via-login-2": ("h100", f"RG=m; {_barrier(gate, 2)}; {cell}")})
         lanes = project.manifests / "lanes.toml"
-        lanes.write_text(lanes.read_text() + "evidence = true\n")
+        lanes.write_text(lanes.read_text().replace('requires = ["h100"]\n', 'requires = ["h100"]\nevidence = true\n'))
         host = project.hosts / "cluster.toml"
         server.write_known_hosts(project.hosts / "login.known_hosts")
         host.write_text(host.read_text().replace(
@@ -286,18 +293,25 @@ def test_jobs_submitted_from_a_login_node_over_ssh(one_node: Cluster, tmp_path: 
         done = project.nox("gate")
         out = done.stdout + done.stderr
         assert done.returncode == 0 and "Traceback" not in out, out
-        row = _rows(project)["via-login"]
-        assert row["verdict"] == "pass" and row["facts"]["slurm"]["node"] == "n1", row
-        log = (project.home / row["log_path"]).read_text()
-        assert f"from login node {server.address}" in log and "bundle of" in log  # delivered over SSH
-        assert f"verified = {commit} on the node" in log and "on n1" in log
+        rows = _rows(project)
+        logs = {}
+        for name in ("via-login", "via-login-2"):
+            row = rows[name]
+            assert row["verdict"] == "pass" and row["facts"]["slurm"]["node"] == "n1", row
+            logs[name] = (project.home / row["log_path"]).read_text()
+            assert f"from login node {server.address}" in logs[name]
+            assert f"verified = {commit} on the node" in logs[name] and "on n1" in logs[name]
+        assert "bundle of" in logs["via-login"] + logs["via-login-2"]  # the candidate went over SSH
+        trees = {re.search(r"n1: HEAD of (\S+) verified", log).group(1) for log in logs.values()}
+        assert len(trees) == 2  # side by side, each in its own checkout
         with project_ledger(project) as ledger:
-            cells = [ledger.resolve(e.path).read_text() for e in ledger.evidence(commit=commit)]
-        assert cells == ["kern\tl\tnode\tn1\n"]
+            cells = sorted(ledger.resolve(e.path).read_text() for e in ledger.evidence(commit=commit))
+        assert cells == ["kern\tl\tnode\tn1\n", "kern\tm\tnode\tn1\n"]
         # an unknown login-node key is refused, nothing is submitted
         (project.hosts / "login.known_hosts").write_text("")
         refused = project.nox("gate")
         row = _rows(project)["via-login"]
         assert refused.returncode != 0 and row["verdict"] == "error" and "unknown host key" in row["reason"], row
+        assert one_node.jobs() == []
     finally:
         server.stop()

@@ -12,8 +12,9 @@ On the node, before the command, the job script writes the node's facts (its nam
 id, the GPUs Slurm gave it, nvidia-smi's board/driver/UUIDs and nvcc's toolkit where present)
 and checks that the checkout's HEAD is the candidate commit. The candidate is delivered once
 per commit into the host's ``workdir``, which every node shares (``git fetch`` of the exact
-commit into a checkout of its own, detached); the evidence file lives there too and is copied
-back into the ledger after the job. The job's final state and exit code come from ``sacct``
+commit, detached worktrees); a step's commands run in a checkout no other running job uses
+(one per job running at once, reused after). The evidence file lives in the work dir too and
+is copied back into the ledger after the job. The job's final state and exit code come from ``sacct``
 (or ``scontrol`` where the cluster keeps no accounting) and go into the step's facts, with the
 node, the job id and every attempt: a job the cluster ended under the step (preempted, time
 limit, node failure, OOM kill, cancelled by someone else) is submitted again up to
@@ -64,7 +65,8 @@ class SlurmExecutor:
         self._ctx = ctx  # relgate.remote.pool.RunContext: the candidate, the run's token
         self.submit = submitter(host)  # this machine, or the login node over SSH
         self._lock = threading.Lock()
-        self._checkouts: dict[str, str] = {}
+        self._trees: dict[str, list[str]] = {}  # commit → its checkouts (one per job running at once)
+        self._busy: set[str] = set()
         self._folders: set[str] = set()
         self._count = 0
         self._live: set[str] = set()  # job names submitted and not known to be over
@@ -75,7 +77,11 @@ class SlurmExecutor:
         return _Job(self, step)
 
     def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
-        return _Job(self, None).run(request, sink)
+        job = _Job(self, None)
+        try:
+            return job.run(request, sink)
+        finally:
+            job.step_done()
 
     def interrupt(self, signum: int) -> None:
         """From another thread: end every ``srun`` (their workers raise Interrupted and cancel their jobs)."""
@@ -107,16 +113,27 @@ class SlurmExecutor:
             return f"relgate-{self._ctx.token}-{self._count}"
 
     def checkout(self, side: Any, say: Any) -> str:
-        """The candidate's checkout in the shared workdir (made once per commit, HEAD verified)."""
+        """A checkout of the candidate in the shared workdir that no running job of this run uses:
+        jobs side by side never share a tree (two builds in one tree would clobber each other).
+        The first is made once per commit; another only when every one is taken, and each is
+        reused by later jobs (its build outputs with it, as in a tree built step after step)."""
         with self._lock:
-            if side.commit in self._checkouts:
-                return self._checkouts[side.commit]
+            trees = self._trees.setdefault(side.commit, [])
+            free = next((t for t in trees if t not in self._busy), None)
+            if free is not None:
+                self._busy.add(free)
+                return free
             checkout, how = self.submit.checkout(side, self.host.spec.workdir, self._ctx.project,
-                                                 _safe(self._ctx.project))
-            say(f"{self.host.name}: HEAD of {checkout} verified = {side.commit} ({how}, from {self.submit.where}; "
-                "each job checks it again on its node)")
-            self._checkouts[side.commit] = checkout
-            return checkout
+                                                 _safe(self._ctx.project), len(trees))
+            trees.append(checkout)
+            self._busy.add(checkout)
+        say(f"{self.host.name}: HEAD of {checkout} verified = {side.commit} ({how}, from {self.submit.where}; "
+            "each job checks it again on its node)")
+        return checkout
+
+    def release(self, checkout: str) -> None:
+        with self._lock:
+            self._busy.discard(checkout)
 
     def folder(self, path: str) -> None:
         """``path`` made where jobs are submitted from (once per run)."""
@@ -144,6 +161,13 @@ class _Job:
         self.cluster = cluster
         self.host = cluster.host
         self.step = step
+        self._tree: str | None = None  # the checkout this step's commands run in (one tree per step)
+
+    def step_done(self) -> None:
+        """The step is over: its checkout is free for the next job."""
+        if self._tree is not None:
+            self.cluster.release(self._tree)
+            self._tree = None
 
     def interrupt(self, signum: int) -> None:
         self.cluster.interrupt(signum)
@@ -159,7 +183,7 @@ class _Job:
         say = lambda line: sink.write(f"# relgate: {line}\n")  # noqa: E731
         try:
             side = c._ctx.side_of(Path(request.cwd))
-            checkout = c.checkout(side, say)
+            checkout = self._tree = self._tree or c.checkout(side, say)
         except Exception as exc:  # noqa: BLE001 - SshError (outside the project), git failing: the host cannot run it
             return self._refused(request, sink, f"{c.host.name}: cannot deliver the candidate: {exc}", started)
         rel = Path(request.cwd).resolve().relative_to(side.root).as_posix()

@@ -72,10 +72,11 @@ class LocalSubmit:
     def mkdir(self, path: str) -> None:
         Path(path).mkdir(parents=True, exist_ok=True)
 
-    def checkout(self, side: Any, workdir: str, project: str, safe: str) -> tuple[str, str]:
-        """The candidate's checkout (made once per commit) and how it got there."""
+    def checkout(self, side: Any, workdir: str, project: str, safe: str, index: int = 0) -> tuple[str, str]:
+        """Checkout ``index`` of the candidate (``checkouts/SHA``, ``SHA.1`` …) and how it got there."""
         root = Path(workdir) / safe
-        repo, checkout = root / "repo.git", root / "checkouts" / side.commit
+        repo = root / "repo.git"
+        checkout = root / "checkouts" / (side.commit + (f".{index}" if index else ""))
         if not (repo / "HEAD").exists():
             repo.parent.mkdir(parents=True, exist_ok=True)
             _git(repo.parent, "init", "-q", "--bare", str(repo))
@@ -135,15 +136,22 @@ class SshSubmit:
         if answer.returncode != 0:
             raise OSError(f"mkdir -p {path} on {self.where}: {answer.stdout.strip() or answer.stderr.strip()}")
 
-    def checkout(self, side: Any, workdir: str, project: str, safe: str) -> tuple[str, str]:
-        from relgate.remote.delivery import deliver
+    def checkout(self, side: Any, workdir: str, project: str, safe: str, index: int = 0) -> tuple[str, str]:
+        from relgate.remote.delivery import deliver, remote_layout
 
         d = deliver(self._ssh, repo=side.repo, commit=side.commit, workdir=workdir, project=project,
                     project_subdir=side.subdir)
         how = ("checkout reused" if d.reused else "checked out") + (
             f", {'incremental' if d.incremental else 'full'} bundle of {d.bundle_bytes} bytes over SSH"
             if d.bundle_bytes else "")
-        return d.checkout, how
+        if not index:
+            return d.checkout, how
+        bare, tree = f"{remote_layout(workdir, project)}/repo.git", f"{d.checkout}.{index}"
+        made = self.query(["sh", "-c", f'[ -d "$2" ] || git -C "$1" worktree add -q --detach "$2" "$3"; '
+                           'git -C "$2" rev-parse HEAD', "sh", bare, tree, side.commit])
+        if made.returncode != 0 or made.stdout.split()[-1:] != [side.commit]:
+            raise OSError(f"cannot make the checkout {tree} on {self.where}: {made.stdout.strip()[-300:]}")
+        return tree, "another checkout for jobs side by side"
 
     def close(self) -> None:
         self._ssh.close()

@@ -4,6 +4,10 @@ Every step gets a ledger row before it starts (as an unfinished error), its comp
 output streamed to a log on disk, a warning scan when it is a build, and a verdict.
 A SIGTERM or Ctrl-C while a step runs kills the step's process group, records the step
 as ``error`` and stops the run (:class:`~relgate.executor.Interrupted` propagates).
+
+Steps run one after another, unless a host of the pool has GPU slots or is a job scheduler
+(a Slurm cluster): then :mod:`relgate.run.slots` runs them side by side, each on a worker
+thread with a ledger connection of its own, judged and recorded the same way.
 """
 
 from __future__ import annotations
@@ -324,6 +328,9 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                 log.note(f"# relgate: {log.dropped} bytes of output past max_log_bytes were not kept\n")
             except LogWriteError:
                 pass
+    step_done = getattr(executor, "step_done", None)  # a cluster: its checkout is free for the next job
+    if step_done is not None:
+        step_done()
     final, sha = ledger.store_log(partial, facts.commit)
     duration = sum(r.duration for r in results)
     tail = results[-1].tail if results else ""
