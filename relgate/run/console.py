@@ -76,15 +76,18 @@ class ConsoleReporter:
 
         def tick() -> None:
             while not stop.wait(self.progress):
-                self._print(f"... {label}  running {_seconds(time.monotonic() - started)}")
+                with self._lock:  # the step's finished line sets stop under the same lock: no line after it
+                    if not stop.is_set():
+                        print(f"... {label}  running {_seconds(time.monotonic() - started)}", file=self.out,
+                              flush=True)
 
         threading.Thread(target=tick, daemon=True).start()
 
     def step_finished(self, o: StepOutcome) -> None:
         with self._lock:
             stop = self._stops.pop(id(o.step), None)
-        if stop is not None:
-            stop.set()
+            if stop is not None:
+                stop.set()
         lane = f"{o.step.lane}  " if o.step.lane else ""
         line = f"{lane}{o.step.name}  {_paint(o.verdict, self.colour)}  {_seconds(o.duration)}  [{o.host}]"
         if o.reason and o.verdict is not Verdict.PASS:
