@@ -235,3 +235,34 @@ def test_ctrl_c_stops_every_step_running_on_a_slot_and_starts_no_other(tmp_path:
     assert {n for n in rows if n.startswith("slot-")} == {"slot-0", "slot-1"}
     for name in ("slot-0", "slot-1"):
         assert rows[name]["verdict"] == "error" and "interrupted" in rows[name]["reason"], rows[name]
+
+
+def test_an_ssh_host_with_slots_runs_gpu_steps_side_by_side(tmp_path: Path) -> None:
+    import pytest
+    from sshd_support import sshd_missing, start_sshd
+
+    if sshd_missing() is not None:
+        pytest.skip(f"no sshd here: {sshd_missing()}")
+    from relgate.remote.ssh import SshExecutor
+
+    server = start_sshd(tmp_path / "sshd")
+    try:
+        path = server.host_file(tmp_path / "hosts" / "gpu1.toml", extra="detect = false\ngpus = 2\n")
+        spec = parse_host(read_toml(path), path=path)
+        host = Host(spec=spec, facts=HostFacts(capabilities=frozenset({"cuda"}), gpu_uuids=UUIDS[:2]))
+        executor = SshExecutor(host)
+        pool = HostPool([host], {"gpu1": executor})
+        out, gate = tmp_path / "intervals", tmp_path / "gate"
+        steps = [_step(f"remote-{i}", _record(out, f"remote-{i}", _barrier(gate, 2, f"remote-{i}")), tmp_path,
+                       requires=("cuda",)) for i in range(2)]
+        steps.append(_step("remote-build", _record(out, "remote-build", "true"), tmp_path))
+        summary, rows = _run(tmp_path, steps, pool)
+        executor.close()
+    finally:
+        server.stop()
+    assert all(o.verdict is Verdict.PASS for o in summary.outcomes), [(o.step.name, o.reason) for o in summary.outcomes]
+    seen = _intervals(out)
+    assert sorted(seen[f"remote-{i}"][2] for i in range(2)) == ["0", "1"]  # met at the barrier, one GPU each
+    assert seen["remote-build"][2] == "-" and not any(_overlap(seen["remote-build"], seen[f"remote-{i}"])
+                                                      for i in range(2))
+    assert rows["remote-0"].host == "gpu1" and rows["remote-0"].facts["gpus"][0]["uuid"] in UUIDS
