@@ -315,3 +315,15 @@ def test_jobs_submitted_from_a_login_node_over_ssh(one_node: Cluster, tmp_path: 
         assert one_node.jobs() == []
     finally:
         server.stop()
+
+
+def test_a_job_whose_node_left_no_facts_is_error_never_a_pass(one_node: Cluster, tmp_path: Path) -> None:
+    # srun_args = ["/bin/true"] makes srun run /bin/true with the job script as its arguments, as a
+    # wrapper that swallowed it would: the job exits 0, yet nothing shows where or on what it ran
+    project = _project(tmp_path, one_node, {"blind": ("h100", "echo ran")}, extra='srun_args = ["/bin/true"]\n')
+    done = project.nox("gate")
+    assert done.returncode != 0 and "Traceback" not in done.stdout + done.stderr
+    row = _rows(project)["blind"]
+    assert row["verdict"] == "error", row
+    assert "the job left no facts" in row["reason"] and "COMPLETED" in row["reason"], row
+    assert row["facts"]["slurm"]["state"] == "COMPLETED"  # Slurm's word alone is not relgate's pass

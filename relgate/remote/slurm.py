@@ -245,9 +245,12 @@ class _Job:
             if job_facts:
                 say(f"{node}: HEAD of {checkout} verified = {head} on the node, before the command")
             if result.timed_out or state is None or not state.infra or c.stopped:
-                if state is None and not result.ok and not result.timed_out:
-                    return replace(result, facts=facts, spawn_error=f"srun {name} ended without a job "
-                                   f"(exit {result.exit_code}): see the log")
+                if not job_facts:  # nothing shows the command ran on a node, on the candidate: never a pass
+                    why = ("timed out before the job started on a node (it waited in the queue)" if result.timed_out
+                           else f"the job left no facts at {facts_file} (exit {result.exit_code}, "
+                           f"{record['state']}): the job script did not run, or the nodes do not share "
+                           f"{c.host.spec.workdir}")
+                    return replace(result, facts=facts, spawn_error=f"srun {name}: {why}")
                 return replace(result, facts=facts)
             if attempt < c.spec.resubmit:
                 say(f"job {job} ended {state.state} under the step (not the code): resubmitting "
