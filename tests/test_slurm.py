@@ -327,3 +327,26 @@ def test_a_job_whose_node_left_no_facts_is_error_never_a_pass(one_node: Cluster,
     assert row["verdict"] == "error", row
     assert "the job left no facts" in row["reason"] and "COMPLETED" in row["reason"], row
     assert row["facts"]["slurm"]["state"] == "COMPLETED"  # Slurm's word alone is not relgate's pass
+
+
+def test_the_nodes_gpus_driver_and_toolkit_are_recorded_where_nvidia_smi_and_nvcc_answer(one_node: Cluster,
+                                                                                          tmp_path: Path) -> None:
+    # No GPU here: nvidia-smi and nvcc on the node's PATH are scripts printing what the real
+    # tools print on an H100 node (the GPU is the one fake); Slurm gives the job GPU 0 or 1
+    fake = tmp_path / "fakebin"
+    fake.mkdir()
+    (fake / "nvidia-smi").write_text("#!/bin/sh\nprintf '0, NVIDIA H100 80GB HBM3, 550.54.15, GPU-aaaa\\n"
+                                     "1, NVIDIA H100 80GB HBM3, 550.54.15, GPU-bbbb\\n'\n")
+    (fake / "nvcc").write_text("#!/bin/sh\necho 'Cuda compilation tools, release 12.4, V12.4.131'\n")
+    for tool in fake.iterdir():
+        tool.chmod(0o755)
+    project = _project(tmp_path, one_node, {"on-gpu": ("h100", "echo gpu $CUDA_VISIBLE_DEVICES")})
+    host = project.hosts / "cluster.toml"
+    host.write_text(host.read_text().replace("[host.env]\n", f'[host.env]\nPATH = "{fake}:{os.environ["PATH"]}"\n'))
+    done = project.nox("gate")
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = _rows(project)["on-gpu"]
+    index = int(row["facts"]["visible_devices"])
+    assert row["board"] == "h100" and row["driver"] == "550.54.15" and row["toolkit"] == "cuda 12.4", row
+    assert row["facts"]["gpu_names"] == ["NVIDIA H100 80GB HBM3"]
+    assert row["facts"]["gpus"] == [{"index": index, "uuid": ["GPU-aaaa", "GPU-bbbb"][index]}]  # its own GPU only
