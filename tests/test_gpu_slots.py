@@ -266,3 +266,58 @@ def test_an_ssh_host_with_slots_runs_gpu_steps_side_by_side(tmp_path: Path) -> N
     assert seen["remote-build"][2] == "-" and not any(_overlap(seen["remote-build"], seen[f"remote-{i}"])
                                                       for i in range(2))
     assert rows["remote-0"].host == "gpu1" and rows["remote-0"].facts["gpus"][0]["uuid"] in UUIDS
+
+
+def test_a_fleet_of_hosts_with_slots_runs_every_hosts_gpu_steps_side_by_side(tmp_path: Path) -> None:
+    import pytest
+    from sshd_support import sshd_missing, start_sshd
+
+    if sshd_missing() is not None:
+        pytest.skip(f"no sshd here: {sshd_missing()}")
+    from relgate.remote.fleet import run_fleet, spread
+    from relgate.remote.ssh import SshExecutor
+
+    servers = [start_sshd(tmp_path / f"sshd{i}") for i in range(2)]
+    try:
+        hosts, executors = [], {}
+        for i, server in enumerate(servers):
+            name = f"box{i + 1}"
+            path = server.host_file(tmp_path / "hosts" / f"{name}.toml", name=name, known_hosts=f"{name}.known",
+                                    extra="detect = false\ngpus = 2\n")
+            host = Host(spec=parse_host(read_toml(path), path=path),
+                        facts=HostFacts(capabilities=frozenset({"cuda"}), gpu_uuids=UUIDS[2 * i:2 * i + 2]))
+            hosts.append(host)
+            executors[name] = SshExecutor(host)
+        pool = HostPool(hosts, executors)
+        out, gate = tmp_path / "intervals", tmp_path / "gate"
+        # two targets on every host: 4 steps, which meet only when both hosts run both at once
+        steps = spread([_step(f"t{i}", f"RG=t{i}-$RELGATE_H; " + _record(out, "$RG", _barrier(gate, 4, "$RG")),
+                              tmp_path, requires=("cuda",)) for i in range(2)], hosts)
+        steps = [replace(s, env={"RELGATE_H": s.host}) for s in steps]
+        facts = read_git_facts(_repo(tmp_path))
+        with Ledger.open(tmp_path / "home") as ledger:
+            run_id = ledger.begin_run(session="gate", argv=[], project="t", project_root=tmp_path,
+                                      commit=facts.commit, branch="main", dirty=False)
+            result = run_fleet(steps, session="gate", run_id=run_id, facts=facts, pool=pool, ledger=ledger,
+                               reporter=_Quiet())
+            rows = {r.step: r for r in ledger.steps(run_id=run_id)}
+        for e in executors.values():
+            e.close()
+    finally:
+        for server in servers:
+            server.stop()
+    assert not result.failed, {n: [(o.step.name, o.reason, o.tail) for o in r.outcomes] for n, r in result.hosts.items()}
+    seen = _intervals(out)
+    assert set(seen) == {"t0-box1", "t1-box1", "t0-box2", "t1-box2"}
+    for box in ("box1", "box2"):
+        assert sorted(seen[f"t{i}-{box}"][2] for i in range(2)) == ["0", "1"]  # one GPU each, on each host
+        assert {g["uuid"] for i in range(2) for g in rows[f"t{i}@{box}"].facts["gpus"]} == \
+            set(UUIDS[:2] if box == "box1" else UUIDS[2:])
+
+
+def _repo(tmp: Path) -> Path:
+    repo = tmp / "repo"
+    repo.mkdir(exist_ok=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
+    return repo
