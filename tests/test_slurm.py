@@ -350,3 +350,21 @@ def test_the_nodes_gpus_driver_and_toolkit_are_recorded_where_nvidia_smi_and_nvc
     assert row["board"] == "h100" and row["driver"] == "550.54.15" and row["toolkit"] == "cuda 12.4", row
     assert row["facts"]["gpu_names"] == ["NVIDIA H100 80GB HBM3"]
     assert row["facts"]["gpus"] == [{"index": index, "uuid": ["GPU-aaaa", "GPU-bbbb"][index]}]  # its own GPU only
+
+
+def test_a_measure_on_the_cluster_is_recorded_under_the_board_it_ran_on(one_node: Cluster, tmp_path: Path) -> None:
+    line = "echo bench matvec device=cuda n=64 timing=kernel median_us=12.5 dtype=f32 runs=1"
+    project = _project(tmp_path, one_node, {"matvec-bench": ("h100", line)})
+    (project.manifests / "measurements.toml").write_text(
+        '[measure.matvec]\ntarget = "matvec-bench"\noutput = "stdout"\nformat = "kv"\nselect = ["bench"]\n'
+        'key = ["n", "timing"]\nmetrics = { median_us = "lower" }\n'
+        'metadata = ["board", "commit", "device", "dtype", "runs"]\nruns = 2\nwarmup = 0\n')
+    (project.manifests / "checklist.toml").unlink()  # it names the shipped measures this test leaves out
+    done = project.relgate("compare", "matvec")
+    out = done.stdout + done.stderr
+    assert "Traceback" not in out and "matvec#2" in out, out
+    with project_ledger(project) as ledger:
+        key = ledger._conn.execute("SELECT project FROM measure_batches LIMIT 1").fetchone()[0]
+        batch, = ledger.batches(project=key, measure="matvec")
+    assert batch.board == "h100" and batch.host == "cluster", batch  # the node's board, not the cluster's list
+    assert batch.metadata["board"] == "h100"
