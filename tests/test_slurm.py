@@ -73,6 +73,8 @@ def test_a_lane_runs_as_jobs_on_the_node_with_logs_evidence_and_node_facts_back(
     })
     lanes = project.manifests / "lanes.toml"
     lanes.write_text(lanes.read_text().replace('requires = ["h100"]\n', 'requires = ["h100"]\nevidence = true\n', 2))
+    host = project.hosts / "cluster.toml"  # the cluster offers two boards; these steps ask for one
+    host.write_text(host.read_text() + '\n[host.board.a100]\ngres = "gpu:a100:1"\n')
     commit = git(project.root, "rev-parse", "HEAD").strip()  # the manifests live outside the tree
     done = project.nox("gate")
     out = done.stdout + done.stderr
@@ -96,8 +98,10 @@ def test_a_lane_runs_as_jobs_on_the_node_with_logs_evidence_and_node_facts_back(
              for n in ("kern-a", "kern-b", "red")}
     assert trees["kern-a"] != trees["kern-b"], trees  # never two jobs in one tree
     with project_ledger(project) as ledger:
-        cells = {e.target: ledger.resolve(e.path).read_text() for e in ledger.evidence(commit=commit)}
+        evidence = ledger.evidence(commit=commit)
+        cells = {e.target: ledger.resolve(e.path).read_text() for e in evidence}
     assert cells["kern-a"] == "kern\ta\tnode\tn1\n" and cells["kern-b"] == "kern\tb\tnode\tn1\n"
+    assert {e.board for e in evidence} == {"h100"}  # indexed under the board it ran on
     red = rows["red"]
     assert red["verdict"] == "fail" and red["exit_code"] == 3, red  # the code's red, not the cluster's
     assert red["facts"]["slurm"]["state"] == "FAILED" and red["facts"]["slurm"]["exit_code"] == "3:0"
