@@ -374,3 +374,16 @@ def test_a_measure_on_the_cluster_is_recorded_under_the_board_it_ran_on(one_node
         batch, = ledger.batches(project=key, measure="matvec")
     assert batch.board == "h100" and batch.host == "cluster", batch  # the node's board, not the cluster's list
     assert batch.metadata["board"] == "h100"
+
+
+def test_a_gpus_all_step_gets_every_gpu_of_its_node(one_node: Cluster, tmp_path: Path) -> None:
+    project = _project(tmp_path, one_node, {"whole": ("h100", "echo all $CUDA_VISIBLE_DEVICES"),
+                                            "one": ("h100", "echo one $CUDA_VISIBLE_DEVICES")})
+    lanes = project.manifests / "lanes.toml"
+    lanes.write_text(lanes.read_text().replace('[target.whole]\n', '[target.whole]\ngpus = "all"\n'))
+    done = project.nox("gate")
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = _rows(project)
+    assert rows["whole"]["facts"]["visible_devices"] == "0,1"  # the node has two
+    assert "all 0,1" in (project.home / rows["whole"]["log_path"]).read_text()
+    assert rows["one"]["facts"]["visible_devices"] in ("0", "1")

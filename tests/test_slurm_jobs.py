@@ -52,3 +52,16 @@ def test_scontrol_one_line_records_are_read_as_key_value() -> None:
     fields = parse_scontrol(text)
     assert fields["JobState"] == "CANCELLED" and fields["ExitCode"] == "0:15" and fields["NodeList"] == "gpu-a"
     assert fields["Command"] == "/bin/sh -c x"
+
+
+def test_gpus_all_asks_for_every_gpu_of_the_biggest_node() -> None:
+    from relgate.remote.slurm_jobs import gres_gpu_type, most_gpus
+
+    sinfo = "gpu:h100:2(S:0)\ngpu:a100:4\ngpu:h100:8(S:0-1)\n(null)\n"
+    assert most_gpus(sinfo, "h100") == 8 and most_gpus(sinfo, "a100") == 4 and most_gpus(sinfo, None) == 8
+    assert most_gpus("(null)\n", None) is None
+    assert gres_gpu_type("gpu:h100:1") == "h100" and gres_gpu_type("gpu:1") is None and gres_gpu_type(None) is None
+    opts = srun_argv(SPEC, name="n", requires=("h100",), gpus="all", gpu_step=True, script_args=[], all_gpus=8)
+    assert "--exclusive" in opts and "--gres=gpu:h100:8" in opts
+    opts = srun_argv(SPEC, name="n", requires=("cuda",), gpus="all", gpu_step=True, script_args=[], all_gpus=4)
+    assert "--exclusive" in opts and "--gres=gpu:4" in opts

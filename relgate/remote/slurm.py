@@ -34,7 +34,18 @@ from typing import Any
 
 from relgate.core.errors import Interrupted
 from relgate.core.redact import redact_env
-from relgate.remote.slurm_jobs import JobState, Query, job_of, node_boards, parse_facts, read_state, scancel, srun_argv
+from relgate.remote.slurm_jobs import (
+    JobState,
+    Query,
+    gres_gpu_type,
+    job_of,
+    most_gpus,
+    node_boards,
+    parse_facts,
+    read_state,
+    scancel,
+    srun_argv,
+)
 from relgate.remote.slurm_submit import submitter
 from relgate.run.executor import CommandRequest, CommandResult, LogSink
 from relgate.run.hosts import Host, HostFacts
@@ -135,6 +146,15 @@ class SlurmExecutor:
         with self._lock:
             self._busy.discard(checkout)
 
+    def all_gpus(self, requires: Sequence[str]) -> int | None:
+        """For ``gpus = "all"``: the most GPUs (of the board asked for) a node of its partition has."""
+        board = next((self.spec.boards[r] for r in requires if r in self.spec.boards), None)
+        partition = (board.partition if board is not None else None) or self.spec.partition
+        answer = self.submit.query(["sinfo", "-h", "-N", "-o", "%G", *([f"--partition={partition}"] if partition else [])])
+        if answer.returncode != 0:
+            return None
+        return most_gpus(answer.stdout, gres_gpu_type(board.gres if board is not None else None))
+
     def folder(self, path: str) -> None:
         """``path`` made where jobs are submitted from (once per run)."""
         with self._lock:
@@ -207,7 +227,8 @@ class _Job:
                 env[c._ctx.evidence_env] = str(remote_evidence)
             tail = [str(facts_file), side.commit, checkout, str(workdir), "--"]
             tail += list(request.argv) if request.argv is not None else ["/bin/sh", "-c", request.shell or ""]
-            argv = srun_argv(c.spec, name=name, requires=requires, gpus=gpus, gpu_step=gpu_step, script_args=tail)
+            argv = srun_argv(c.spec, name=name, requires=requires, gpus=gpus, gpu_step=gpu_step, script_args=tail,
+                             all_gpus=c.all_gpus(requires) if gpus == "all" else None)
             say(f"job {name}: {' '.join(a for a in argv[:argv.index('/bin/sh')])} (attempt {attempt + 1})")
             with c._lock:
                 c._live.add(name)

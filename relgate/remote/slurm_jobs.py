@@ -20,7 +20,7 @@ from relgate.core.record import record
 from relgate.manifest.host_extras import GPU_ALL, SlurmSpec
 
 __all__ = ["INFRA_STATES", "JobState", "srun_argv", "read_state", "parse_scontrol", "parse_facts", "node_boards",
-           "JOB_SCRIPT", "job_of", "scancel", "Query"]
+           "JOB_SCRIPT", "job_of", "scancel", "Query", "gres_gpu_type", "most_gpus"]
 
 INFRA_STATES = frozenset({"PREEMPTED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "BOOT_FAIL", "DEADLINE",
                           "CANCELLED", "REVOKED", "REQUEUED", "SUSPENDED"})
@@ -56,10 +56,15 @@ class JobState:
 
 
 def srun_argv(spec: SlurmSpec, *, name: str, requires: Sequence[str], gpus: int | str | None,
-              gpu_step: bool, script_args: Sequence[str]) -> list[str]:
+              gpu_step: bool, script_args: Sequence[str], all_gpus: int | None = None) -> list[str]:
     """``srun`` for one step: partition, account, time, and per required board its
     ``--gres``/``--constraint``/``--partition`` from ``[host.board.NAME]``; a GPU step with no
-    board table asks for ``--gres=gpu:N``; ``gpus = "all"`` asks for the whole node."""
+    board table asks for ``--gres=gpu:N``; ``gpus = "all"`` asks for the whole node
+    (``--exclusive``) with every GPU of it (``all_gpus``: the most such a node has)."""
+    if gpus == GPU_ALL and all_gpus:
+        gpus_count: int | str | None = all_gpus
+    else:
+        gpus_count = gpus
     partition, gres, constraints = spec.partition, None, []
     for need in requires:
         board = spec.boards.get(need)
@@ -69,10 +74,10 @@ def srun_argv(spec: SlurmSpec, *, name: str, requires: Sequence[str], gpus: int 
         gres = board.gres or gres
         if board.constraint:
             constraints.append(board.constraint)
-    count = gpus if isinstance(gpus, int) else 1
-    if gres is not None and isinstance(gpus, int):
+    count = gpus_count if isinstance(gpus_count, int) else 1
+    if gres is not None and isinstance(gpus_count, int):
         gres = re.sub(r":\d+$", f":{count}", gres) if re.search(r":\d+$", gres) else f"{gres}:{count}"
-    elif gres is None and gpu_step and gpus != GPU_ALL:
+    elif gres is None and gpu_step and isinstance(gpus_count, int) or gres is None and gpu_step and gpus is None:
         gres = f"gpu:{count}"
     argv = ["srun", f"--job-name={name}", "--nodes=1", "--ntasks=1", "--kill-on-bad-exit=1"]
     argv += [f"--partition={partition}"] if partition else []
@@ -82,6 +87,19 @@ def srun_argv(spec: SlurmSpec, *, name: str, requires: Sequence[str], gpus: int 
     argv += [f"--constraint={'&'.join(constraints)}"] if constraints else []
     argv += ["--exclusive"] if gpus == GPU_ALL else []
     return [*argv, *spec.extra_args, "/bin/sh", "-c", JOB_SCRIPT, "relgate-job", *script_args]
+
+
+def gres_gpu_type(gres: str | None) -> str | None:
+    """``gpu:h100:1`` → ``h100``; ``gpu:1`` or None → None."""
+    parts = (gres or "").split(":")
+    return parts[1] if len(parts) == 3 and parts[0] == "gpu" else None
+
+
+def most_gpus(sinfo: str, gpu_type: str | None) -> int | None:
+    """The most GPUs (of ``gpu_type``, or any) one node lists in ``sinfo -N -o %G`` output."""
+    counts = [int(m.group(2)) for m in re.finditer(r"gpu(?::([^:,()\s]+))?:(\d+)", sinfo)
+              if gpu_type is None or m.group(1) == gpu_type]
+    return max(counts) if counts else None
 
 
 def parse_scontrol(text: str) -> dict[str, str]:
