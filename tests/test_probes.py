@@ -139,3 +139,18 @@ def test_a_bad_probe_is_named_by_file_and_key(tmp_path: Path, text: str, message
     with pytest.raises(ManifestError) as caught:
         parse_host(read_toml(path), path=path)
     assert any(p.startswith(f"{path}: {message}") for p in caught.value.problems), caught.value.problems
+
+
+def test_a_secret_a_probe_prints_never_reaches_the_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("FABRIC_API_TOKEN", "s3cr3t-value-42")
+    path = tmp_path / "hosts" / "box.toml"
+    path.parent.mkdir()
+    path.write_text('[host]\nname = "box"\ndetect = false\ncapabilities = ["sh"]\n\n[[probe]]\nname = "ib"\n'
+                    'run = "echo state: PORT_ACTIVE token=$FABRIC_API_TOKEN"\nexpect = "PORT_ACTIVE"\n')
+    spec = parse_host(read_toml(path), path=path)
+    host = Host(spec=spec, facts=HostFacts(capabilities=frozenset(spec.capabilities)))
+    summary, rows = _run(tmp_path, [_step("needs-ib", ("ib",), tmp_path)], HostPool([host], {"box": LocalExecutor(host)}))
+    output = rows["needs-ib"].facts["probes"]["ib"]["output"]
+    assert summary.outcomes[0].verdict is Verdict.PASS and "PORT_ACTIVE" in output
+    assert "s3cr3t-value-42" not in output
+    assert not [f for f in (tmp_path / "home").rglob("*") if f.is_file() and b"s3cr3t" in f.read_bytes()]

@@ -6,11 +6,13 @@ reason of a step that required it where it failed ("rdma probe failed on HOST (â
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
+from relgate.core.redact import Redactor, env_secrets, shell_secrets
 from relgate.manifest.host_extras import ProbeSpec
 from relgate.run.executor import CommandRequest, Executor
 from relgate.run.hosts import Host, ProbeResult
@@ -56,7 +58,9 @@ def _run_one(executor: Executor, spec: ProbeSpec) -> ProbeResult:
                or (f"killed by signal {result.signal}" if result.signal else None))
     if why is None and spec.expect is not None and not re.search(spec.expect, text, re.MULTILINE):
         why = f"output does not match /{spec.expect}/"
-    return ProbeResult(name=spec.name, passed=why is None, output=text[-_KEEP:], why=why)
+    # a secret the probe printed never reaches the ledger (its output is stored as a host fact)
+    redact = Redactor([*env_secrets(os.environ), *env_secrets(executor.host.spec.env), *shell_secrets(spec.run)])
+    return ProbeResult(name=spec.name, passed=why is None, output=redact(text[-_KEEP:]), why=why)
 
 
 def probe_host(executor: Executor) -> Host:
