@@ -321,3 +321,16 @@ def _repo(tmp: Path) -> Path:
     git(repo, "init", "-q", "-b", "main")
     git(repo, "commit", "-q", "--allow-empty", "-m", "one")
     return repo
+
+
+def test_the_json_report_carries_each_steps_gpus(tmp_path: Path) -> None:
+    import json
+
+    from relgate.run.reports import write_json_report
+
+    pool = _pool(tmp_path, gpus=2)
+    summary, _ = _run(tmp_path, [_step("g", "true", tmp_path, requires=("cuda",))], pool)
+    report = tmp_path / "report.json"
+    write_json_report(summary, report)
+    step, = json.loads(report.read_text())["steps"]
+    assert step["facts"]["gpus"] == [{"index": 0, "uuid": UUIDS[0]}] and step["facts"]["visible_devices"] == "0"

@@ -41,6 +41,7 @@ def summary_json(summary: RunSummary, *, require_all: bool = False) -> dict[str,
                 "warnings": [w.describe() for w in o.warnings],
                 "warning_places": len({w.location for w in o.warnings}),
                 "warning_lines": sum(w.printed for w in o.warnings),
+                "facts": dict(o.facts),  # where it really ran: its GPUs, a Slurm job's node and state, probes
             }
             for o in summary.outcomes
         ],
