@@ -150,7 +150,8 @@ def run_side_by_side(steps: Sequence[PlannedStep], *, place: Callable[[PlannedSt
             placed = f"needs {blocked}, which did not pass" if blocked is not None else place(step)
             if step.skip or isinstance(placed, str):
                 outcomes[i], passed = run(step, placed)
-                state.finished[step.name] = passed
+                with state.cond:
+                    state.finished[step.name] = passed
                 continue
             host = placed.host
             max_jobs = getattr(placed, "max_jobs", None)
@@ -158,7 +159,8 @@ def run_side_by_side(steps: Sequence[PlannedStep], *, place: Callable[[PlannedSt
             if max_jobs:
                 key = id(placed)
                 wait_until(lambda: state.jobs.get(key, 0) < max_jobs)
-                state.jobs[key] = state.jobs.get(key, 0) + 1
+                with state.cond:  # workers give back under the same lock (only this thread takes)
+                    state.jobs[key] = state.jobs.get(key, 0) + 1
 
                 def done(key: int = key) -> None:
                     state.jobs[key] -= 1
@@ -166,14 +168,16 @@ def run_side_by_side(steps: Sequence[PlannedStep], *, place: Callable[[PlannedSt
                 start(i, step, placed, done)
             elif need > host.gpu_slots:
                 outcomes[i], passed = run(step, f"needs {need} GPUs, {host.name} has {host.gpu_slots}")
-                state.finished[step.name] = passed
+                with state.cond:
+                    state.finished[step.name] = passed
             elif need:
                 free = state.free.setdefault(host.name, set(range(host.gpu_slots)))
                 wait_until(lambda: len(free) >= need and host.name not in state.alone_on)
-                taken = sorted(free)[:need]
-                free.difference_update(taken)
-                if need == host.gpu_slots and step.gpus == "all":
-                    state.alone_on.add(host.name)
+                with state.cond:
+                    taken = sorted(free)[:need]
+                    free.difference_update(taken)
+                    if need == host.gpu_slots and step.gpus == "all":
+                        state.alone_on.add(host.name)
 
                 def give_back(name: str = host.name, taken: list[int] = taken) -> None:
                     state.free[name].update(taken)
