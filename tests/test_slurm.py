@@ -387,3 +387,15 @@ def test_a_gpus_all_step_gets_every_gpu_of_its_node(one_node: Cluster, tmp_path:
     assert rows["whole"]["facts"]["visible_devices"] == "0,1"  # the node has two
     assert "all 0,1" in (project.home / rows["whole"]["log_path"]).read_text()
     assert rows["one"]["facts"]["visible_devices"] in ("0", "1")
+
+
+def test_a_board_the_cluster_cannot_give_is_error_with_slurms_answer(one_node: Cluster, tmp_path: Path) -> None:
+    # the host file maps b200 to a GRES no node has: Slurm refuses the job; nothing ran, so error
+    project = _project(tmp_path, one_node, {"on-b200": ("b200", "echo never")})
+    host = project.hosts / "cluster.toml"
+    host.write_text(host.read_text() + '\n[host.board.b200]\ngres = "gpu:b200:1"\n')
+    done = project.nox("gate")
+    assert done.returncode != 0 and "Traceback" not in done.stdout + done.stderr
+    row = _rows(project)["on-b200"]
+    assert row["verdict"] == "error" and "Slurm ran no job on a node (srun exit 1" in row["reason"], row
+    assert "srun: error" in (project.home / row["log_path"]).read_text()

@@ -268,7 +268,10 @@ class _Job:
             if result.timed_out or state is None or not state.infra or c.stopped:
                 if not job_facts:  # nothing shows the command ran on a node, on the candidate: never a pass
                     why = ("timed out before the job started on a node (it waited in the queue)" if result.timed_out
-                           else f"the job left no facts at {facts_file} (exit {result.exit_code}, "
+                           else f"Slurm ran no job on a node (srun exit {result.exit_code}, "
+                           f"{record['state']}; its answer is in the log)"
+                           if state is None or not state.node else
+                           f"the job left no facts at {facts_file} (exit {result.exit_code}, "
                            f"{record['state']}): the job script did not run, or the nodes do not share "
                            f"{c.host.spec.workdir}")
                     return replace(result, facts=facts, spawn_error=f"srun {name}: {why}")
