@@ -40,6 +40,8 @@ RUNS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("host_vs_shell", "host_vs_shell.py", ()),
     ("reuse", "reuse.py", ()),
     ("compare_stats", "compare_stats.py", ()),
+    ("gpu_slots", "gpu_slots.py", ()),
+    ("slurm_cluster", "slurm_cluster.py", ()),
     ("init_speed", "init_speed.py", ()),
     ("capture_check", "capture_check.py", ()),
 )

@@ -139,7 +139,7 @@ def _toml_text(data: dict) -> str:
 
 
 _WRONG = {"string": 12345, "integer": "x", "number": "x", "boolean": "yes", "strings": "x", "command": 5,
-          "string-or-strings": 5, "count-or-share": "many", "table": "x", "array": "x", "map": "x"}
+          "string-or-strings": 5, "count-or-share": "many", "table": "x", "array": "x", "map": "x", "gpus": "x"}
 
 
 def _tables(spec: FileSpec, data: dict) -> list[tuple[str, list, Key]]:

@@ -190,7 +190,7 @@ MALFORMED: list[tuple[str, str, str | bytes, str]] = [
      "matrix.feat.features: missing (required)"),
     # hosts/*.toml
     ("host-bad-kind", "gpu.toml", '[host]\nname = "gpu"\nkind = "sshh"\naddress = "10.0.0.2"\n',
-     'host.kind: unknown value "sshh" — did you mean "ssh"? (one of "local", "ssh")'),
+     'host.kind: unknown value "sshh" — did you mean "ssh"? (one of "local", "ssh", "slurm")'),
     ("host-ssh-without-address", "gpu.toml", '[host]\nname = "gpu"\nkind = "ssh"\n',
      "host.address: an ssh host needs an address"),
     ("host-ssh-empty-address", "gpu.toml", '[host]\nname = "gpu"\nkind = "ssh"\naddress = ""\n',

@@ -87,7 +87,7 @@ def plan_lane(project: ProjectSpec, spec: LanesSpec, lane: str, *, names: Sequen
                     env=dict(opts.env), timeout=opts.timeout,
                     requires=tuple(dict.fromkeys([*lane_def.requires, *opts.requires])), skip=opts.skip,
                     evidence_env=project.evidence_env, evidence_required=opts.evidence,
-                    timing_only=lane_def.mode == "timing",
+                    timing_only=lane_def.mode == "timing", gpus=opts.gpus,
                     max_skipped=opts.max_skipped if opts.max_skipped is not None else lane_def.max_skipped)
         if lane_def.mode != "per-board":
             steps.append(PlannedStep(**base))

@@ -3,7 +3,7 @@ decisions, as the queries of :mod:`relgate.ledger.store` return them."""
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import field, fields
 from typing import Any
 
 from relgate.core.counts import TestCounts
@@ -61,6 +61,7 @@ class StepRow:
     project_key: str | None = None  # see relgate.ledger.identity; None: written before projects were recorded
     tests: TestCounts | None = None  # the runner's counts (None: no runner's summary was read)
     scanned: bool | None = None  # its output was scanned for compiler warnings (None: recorded before it was kept)
+    facts: dict[str, Any] = field(default_factory=dict)  # the step's own host facts (GPUs, Slurm node and job, probes)
 
     @property
     def project(self) -> ProjectIdentity | None:

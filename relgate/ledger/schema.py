@@ -11,7 +11,7 @@ from relgate.core.errors import InputError
 
 __all__ = ["SCHEMA_VERSION"]
 
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # Each entry upgrades the schema from version i to i + 1.
 _MIGRATIONS: tuple[str, ...] = (
@@ -182,6 +182,11 @@ _MIGRATIONS: tuple[str, ...] = (
     """
     ALTER TABLE steps ADD COLUMN tests TEXT;
     ALTER TABLE steps ADD COLUMN scanned INTEGER;
+    """,
+    # 9: a step's own host facts, as JSON: the GPUs it ran on (index, uuid), the Slurm node, job id
+    # and sacct state, the probes of its host (name, passed, output)
+    """
+    ALTER TABLE steps ADD COLUMN facts TEXT NOT NULL DEFAULT '{}';
     """,
 )
 

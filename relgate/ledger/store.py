@@ -302,6 +302,17 @@ class Ledger:
                  log_sha256, tail, command, tests, None if scanned is None else int(scanned), step_id),
             )
 
+    def note_step_host(self, step_id: int, *, facts: Mapping[str, Any], board: str | None = None,
+                       driver: str | None = None, toolkit: str | None = None) -> None:
+        """The step's own host facts (JSON: its GPUs, the Slurm node, job and state, its host's
+        probes); ``board``/``driver``/``toolkit`` where they were learnt only when it ran (the
+        Slurm node's) replace the host's, before its evidence is stored with them."""
+        with self._tx():
+            self._conn.execute(
+                "UPDATE steps SET facts = ?, board = COALESCE(?, board), driver = COALESCE(?, driver),"
+                " toolkit = COALESCE(?, toolkit) WHERE id = ?",
+                (json.dumps(dict(facts), sort_keys=True, default=str), board, driver, toolkit, step_id))
+
     def record_step(self, **kw: Any) -> int:
         """A step decided without running anything (skip, not-run): one row, final at once."""
         finish = {k: kw.pop(k) for k in ("verdict", "reason") if k in kw}
@@ -334,16 +345,19 @@ class Ledger:
 
     def reusable_pass(self, *, run_id: str, commit: str, session: str, step: str, host: str, command: str,
                       env: Mapping[str, str], board: str | None, driver: str | None,
-                      toolkit: str | None) -> StepRow | None:
+                      toolkit: str | None, any_node: bool = False) -> StepRow | None:
         """The latest pass of this exact step on a clean tree: same project (the one of run
-        ``run_id``), commit, command, env, host and host facts. Rows without a project never match."""
+        ``run_id``), commit, command, env, host and host facts. Rows without a project never match.
+        ``any_node``: the host is a cluster whose scheduler picks any node with ``board`` (a
+        fresh run could land on any of them), so the node's driver and toolkit are not compared."""
+        nodes = "" if any_node else " AND driver IS ? AND toolkit IS ?"
         row = self._conn.execute(
             "SELECT * FROM steps WHERE project_key = (SELECT project_key FROM runs WHERE id = ?)"
             " AND commit_sha = ? AND session = ? AND step = ? AND host = ? AND command = ? AND env = ?"
-            " AND board IS ? AND driver IS ? AND toolkit IS ? AND dirty = 0 AND verdict = ?"
+            f" AND board IS ?{nodes} AND dirty = 0 AND verdict = ?"
             " ORDER BY id DESC LIMIT 1",
-            (run_id, commit, session, step, host, command, _env_json(env), board, driver, toolkit,
-             Verdict.PASS.value)).fetchone()
+            (run_id, commit, session, step, host, command, _env_json(env), board,
+             *(() if any_node else (driver, toolkit)), Verdict.PASS.value)).fetchone()
         return None if row is None else _step_row(row)
 
     def reuse_step(self, *, run_id: str, original: StepRow) -> int:
@@ -353,10 +367,10 @@ class Ledger:
             cur = self._conn.execute(
                 "INSERT INTO steps (run_id, session, step, lane, target, host, board, driver, toolkit, commit_sha,"
                 " dirty, command, cwd, env, started, duration, exit_code, verdict, reason, warning_count, warnings,"
-                " log_path, log_sha256, tail, reused_from, project_key, tests, scanned)"
+                " log_path, log_sha256, tail, reused_from, project_key, tests, scanned, facts)"
                 " SELECT ?, session, step, lane, target, host, board, driver, toolkit, commit_sha, dirty, command,"
                 " cwd, env, ?, 0, exit_code, verdict, ?, warning_count, warnings, log_path, log_sha256, tail, ?,"
-                " project_key, tests, scanned FROM steps WHERE id = ?",
+                " project_key, tests, scanned, facts FROM steps WHERE id = ?",
                 (run_id, _now(), f"reused: passed as step #{source}", source, source))
             new_id = int(cur.lastrowid)
             self._conn.execute(
@@ -689,6 +703,7 @@ def _step_row(r: sqlite3.Row) -> StepRow:
     d["warnings"] = json.loads(d["warnings"] or "[]")
     d["tests"] = TestCounts.from_json(d.get("tests"))
     d["scanned"] = None if d.get("scanned") is None else bool(d["scanned"])
+    d["facts"] = json.loads(d.get("facts") or "{}")
     return StepRow(**d)
 
 

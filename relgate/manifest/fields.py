@@ -20,10 +20,10 @@ __all__ = ["TYPES", "SCHEMA_RULES", "Rule", "Key", "FileSpec", "key", "nonblank"
            "pattern", "one_of_keys", "text_rule"]
 
 #: string integer number boolean; command (a string, or an argv array); strings (an array of
-#: strings); string-or-strings; count-or-share (an integer 0 or more, or "10%"); table
-#: (``fields``); map (any name → ``values``); array (of tables)
+#: strings); string-or-strings; count-or-share (an integer 0 or more, or "10%"); gpus (a whole
+#: number or "all"); table (``fields``); map (any name → ``values``); array (of tables)
 TYPES = ("string", "integer", "number", "boolean", "command", "strings", "string-or-strings", "count-or-share",
-         "table", "map", "array")
+         "table", "map", "array", "gpus")
 
 #: rule kinds that map to JSON Schema keywords (value → keyword); others are documented as text
 SCHEMA_RULES = ("minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "pattern", "minLength",

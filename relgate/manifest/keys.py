@@ -13,11 +13,14 @@ from relgate.manifest.fields import FileSpec, Key, Rule, above, at_least, key, n
 from relgate.manifest.schema import MAX_SECONDS, NAME
 
 __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", "BUILTIN_LANES", "LANE_MODES",
-           "FORMATS", "DIRECTIONS", "AUTO_KINDS", "KNOWN_BACKENDS", "CPU_BACKENDS", "TRANSFERS", "ENV_NAME", "FILES", "file_spec", "OPTION_KEYS", "OUTPUT_KEYS",
+           "FORMATS", "DIRECTIONS", "AUTO_KINDS", "KNOWN_BACKENDS", "CPU_BACKENDS", "TRANSFERS", "SLURM_KEYS",
+           "ENV_NAME", "FILES", "file_spec", "OPTION_KEYS", "OUTPUT_KEYS",
            "PROJECT", "BUILDS", "LANES", "PACKAGE", "INTENTIONAL", "MEASUREMENTS", "CHECKLIST", "HOST"]
 
 PROJECT_KINDS = ("make", "cargo", "python")
-HOST_KINDS = ("local", "ssh")
+HOST_KINDS = ("local", "ssh", "slurm")
+# host keys only a kind = "slurm" host takes
+SLURM_KEYS = ("partition", "account", "time_limit", "resubmit", "board", "srun_args", "max_jobs")
 CHECK_BUILTINS = ("git-diff-check", "python-tests")
 WARNING_POLICIES = ("deny", "ignore")
 BUILTIN_LANES = ("host", "gate", "contract", "record", "toolkit", "bench", "qualification")
@@ -233,6 +236,8 @@ LANES = FileSpec(
                 key("args", "strings", "arguments after `--`", default=[]),
                 _env(),
                 key("evidence", "boolean", "a run that brings back no evidence is an error", default=False),
+                key("gpus", "gpus", "GPUs it takes on a host with GPU slots", default_text="1 when it requires "
+                    "a GPU capability (cuda, rocm, hip, metal, smNN or a board), else none"),
                 _reason("skip", "recorded as skip, with this reason"),
                 _max_skipped(),
             ))),
@@ -478,18 +483,21 @@ _PORT_RULES = (at_least(1), Rule(kind="maximum", value=65535, text="at most 6553
 
 HOST = FileSpec(
     name="host", path="hosts/NAME.toml",
-    doc="One machine: the local host or an SSH host. Paths are relative to this file's folder.",
+    doc="One machine (the local host or an SSH host) or a Slurm cluster. Paths are relative to this file's folder.",
     fields=(key("host", "table", "the host", required=True, fields=(
         key("name", "string", "the host's name (unique)", default_text="the file's name",
             rules=(nonblank(), _NAME)),
-        key("kind", "string", "where commands run", choices=HOST_KINDS, default="local"),
-        key("address", "string", "ssh: the address (required)", example="10.0.0.7"),
+        key("kind", "string", "where commands run (slurm: each step is a job on the cluster)", choices=HOST_KINDS,
+            default="local"),
+        key("address", "string", "ssh: the address (required); slurm: the login node jobs are submitted from "
+            "(default: this machine)", example="10.0.0.7"),
         key("port", "integer", "ssh: the port", default=22, rules=_PORT_RULES),
         key("user", "string", "ssh: the user"),
         key("identity", "string", "ssh: the client key", default_text="ssh-agent and ~/.ssh keys"),
         key("known_hosts", "string", "ssh: the known_hosts file (required: host keys are never accepted blindly)",
             example="known_hosts"),
-        key("workdir", "string", "ssh: checkouts live here (absolute or ~)", default_text="~/.relgate-work"),
+        key("workdir", "string", "ssh: checkouts live here (absolute or ~); slurm: a folder every node shares "
+            "(absolute, required)", default_text="~/.relgate-work"),
         key("boards", "strings", "boards, added to what is detected", default=[]),
         key("driver", "string", "the driver, added to what is detected"),
         key("toolkit", "string", "the toolkit (a declared one is not asked of nvcc)"),
@@ -506,7 +514,32 @@ HOST = FileSpec(
         _reason("allow_busy_gpu", "start although another user's process holds GPU memory"),
         key("transfer", "string", "ssh: how files reach and leave the host (exec: over the exec channel, "
             "for an sshd without the sftp subsystem)", choices=TRANSFERS, default="sftp"),
-    ), rules=(text_rule("an ssh host needs address and known_hosts"),)),),
+        key("gpus", "integer", "GPU slots: steps needing a GPU run side by side, each on its own GPUs",
+            default_text="the GPUs nvidia-smi lists", rules=(at_least(0),), example=8),
+        key("partition", "string", "slurm: the partition (--partition)", example="gpu"),
+        key("account", "string", "slurm: the account (--account)"),
+        key("time_limit", "string", "slurm: each job's time limit (--time)", example="01:00:00",
+            rules=(text_rule("a Slurm time: MM, HH:MM:SS or D-HH:MM:SS"),)),
+        key("resubmit", "integer", "slurm: a preempted, timed-out, node-lost or OOM-killed job is submitted "
+            "again this many times (then error)", default=1, rules=(at_least(0),)),
+        key("max_jobs", "integer", "slurm: jobs of one run in the queue at once", default=64, rules=(at_least(1),)),
+        key("srun_args", "strings", "slurm: more srun arguments", default=[]),
+        key("board", "map", "slurm: how a required board or capability is asked for", rules=(_NAMES,),
+            values=key("NAME", "table", "one board", fields=(
+                key("gres", "string", "--gres", example="gpu:h100:1"),
+                key("constraint", "string", "--constraint (node features)", example="h100"),
+                key("partition", "string", "--partition, instead of the host's"),
+            ))),
+    ), rules=(text_rule("an ssh host needs address and known_hosts; a slurm host a shared workdir"),)),
+        key("probe", "array", "checks that gate a capability: offered only while its probe passes", fields=(
+            key("name", "string", "the capability this probe gates", required=True, rules=(_NAME,),
+                example="rdma"),
+            key("run", "string", "the shell command (exit 0 to pass)", required=True, example="rdma_ctl status"),
+            key("expect", "string", "a regex its output must match", rules=(text_rule("a valid regular expression"),),
+                example="enabled"),
+            _seconds("timeout", "seconds", default=30.0),
+        )),
+    ),
     example='''[host]
 name = "local"
 kind = "local"

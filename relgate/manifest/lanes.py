@@ -25,6 +25,7 @@ from typing import Any
 from relgate.core.counts import parse_max_skipped
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.record import record
+from relgate.manifest.host_extras import parse_gpus
 from relgate.manifest.keys import BUILTIN_LANES, LANE_MODES, LANES
 from relgate.manifest.schema import Checker, did_you_mean, display_path, loads_toml, read_text, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec
@@ -175,6 +176,7 @@ class TargetOptions:
     evidence: bool = False
     skip: str | None = None
     max_skipped: tuple[int | None, float | None] | None = None  # (count, share): see relgate.run.testcounts
+    gpus: int | str | None = None  # GPUs it takes on a host with slots ("all": alone); None: the default rule
 
 
 @record
@@ -256,6 +258,7 @@ def _parse_target(c: Checker, name: str, t: Mapping[str, Any]) -> TargetOptions:
         timeout=float(timeout) if timeout else None, args=tuple(c.string_list(t, prefix, "args")),
         env=c.string_map(t, prefix, "env"), evidence=bool(c.get(t, prefix, "evidence", bool, False)), skip=skip,
         max_skipped=_max_skipped(c, t, prefix),
+        gpus=parse_gpus(c, t, prefix, allow_all=True),
     )
 
 

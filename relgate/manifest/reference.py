@@ -74,6 +74,8 @@ def _node(k: Key) -> dict[str, Any]:
     elif t == "count-or-share":
         out["anyOf"] = [{"type": "integer", "minimum": 0},
                         {"type": "string", "pattern": r"^\s*\d+(\.\d+)?\s*%\s*$"}]
+    elif t == "gpus":
+        out["anyOf"] = [{"type": "integer", "minimum": 1}, {"const": "all"}]
     elif t == "table":
         out.update(_table(k.fields))
         _apply(out, k.rules, scalar="object")
@@ -136,7 +138,7 @@ def _toml(value: Any) -> str:
 def _type(k: Key) -> str:
     names = {"strings": "array of strings", "command": "string or array of strings",
              "string-or-strings": "string or array of strings", "map": "table of NAME →",
-             "count-or-share": 'integer (a count) or string (a share, "10%")',
+             "count-or-share": 'integer (a count) or string (a share, "10%")', "gpus": 'integer or "all"',
              "array": "array of tables"}
     if k.type == "map" and k.values is not None:
         inner = "table" if k.values.type == "table" else _type(k.values)

@@ -26,9 +26,11 @@ from relgate.manifest.keys import (
     OUTPUT_KEYS,
     PROJECT,
     PROJECT_KINDS,
+    SLURM_KEYS,
     TRANSFERS,
     WARNING_POLICIES,
 )
+from relgate.manifest.host_extras import ProbeSpec, SlurmSpec, parse_gpus, parse_probes, parse_slurm
 from relgate.manifest.schema import Checker, did_you_mean, printable
 
 __all__ = [
@@ -227,6 +229,9 @@ class HostSpec:
     lock_wait: float = 0.0  # an exclusive host held by another run: wait this long, then refuse
     allow_busy_gpu: str | None = None  # why a lane may start while another user's process holds GPU memory
     transfer: str = "sftp"  # file transfers: "sftp" (the exec channel where sshd has no SFTP), or "exec" only
+    gpus: int | None = None  # GPU slots declared (``gpus = 8``); None: as many as are detected
+    probes: tuple[ProbeSpec, ...] = ()  # capabilities offered only while their probe passes
+    slurm: SlurmSpec | None = None  # kind = "slurm": how steps are placed on the cluster
 
 
 # --- project.toml ---------------------------------------------------------------------
@@ -505,8 +510,11 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
     c = Checker(path)
     c.keys(data, "", HOST.names(), required=HOST.required_names())
     t = c.get(data, "", "host", dict, {})
-    c.keys(t, "host", _HOST.names())
     kind = c.choice(t, "host", "kind", HOST_KINDS, default="local") or "local"
+    c.keys(t, "host", tuple(k for k in _HOST.names() if kind == "slurm" or k not in SLURM_KEYS or k in t))
+    for k in SLURM_KEYS:
+        if k in t and kind != "slurm":
+            c.problem(f"host.{k}", f'only a kind = "slurm" host takes it (this one is kind = "{kind}")')
     address = c.get(t, "host", "address", str)
     if kind == "ssh" and not address:
         c.problem("host.address", "an ssh host needs an address")
@@ -520,17 +528,17 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
         c.problem("host.port", f"{port} is not a TCP port")
     here = Path(path).parent
     known_hosts = c.get(t, "host", "known_hosts", str)
-    if kind == "ssh" and address and not known_hosts:
+    if kind in ("ssh", "slurm") and address and not known_hosts:
         c.problem("host.known_hosts", "an ssh host needs a known_hosts file (relative to this file); "
                   f"fill it with ssh-keyscan -p {port} {address} after checking the fingerprint")
     known_path = (here / Path(known_hosts).expanduser()) if known_hosts else None
-    if known_path is not None and kind == "ssh" and address and not known_path.is_file():
+    if known_path is not None and kind in ("ssh", "slurm") and address and not known_path.is_file():
         c.problem("host.known_hosts", f"{known_path} does not exist; create it with "
                   f"ssh-keyscan -p {port} {address} >> {known_path} after checking the fingerprint")
     identity = c.get(t, "host", "identity", str)
     if identity:
         identity = str(here / Path(identity).expanduser())
-    if kind == "ssh":
+    if kind == "ssh":  # (a slurm host's is checked below)
         workdir = c.get(t, "host", "workdir", str)
         if workdir is not None and not workdir.startswith(("/", "~")):
             c.problem("host.workdir", f'"{workdir}" must be absolute (or start with ~) on the host')
@@ -553,7 +561,13 @@ def parse_host(data: Mapping[str, Any], *, path: Path) -> HostSpec:
         env=env, lock_wait=c.seconds(t, "host", "lock_wait", 0.0, zero=True) or 0.0,
         allow_busy_gpu=_reason(c, t, "allow_busy_gpu"),
         transfer=c.choice(t, "host", "transfer", TRANSFERS, default="sftp") or "sftp",
+        gpus=parse_gpus(c, t, "host", allow_all=False), probes=parse_probes(c, data),
+        slurm=parse_slurm(c, t) if kind == "slurm" else None,
     )
+    if kind == "slurm" and not spec.workdir:
+        c.problem("host.workdir", "a slurm host needs a work directory its nodes share (checkouts, evidence)")
+    elif kind == "slurm" and spec.workdir and not spec.workdir.startswith("/"):
+        c.problem("host.workdir", f'"{spec.workdir}" must be absolute')
     c.raise_if_problems()
     return spec
 

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from relgate.manifest.specs import HostSpec
 from relgate.remote.ssh import SshExecutor
-from relgate.run.hosts import HostFacts, parse_nvcc_version, parse_nvidia_smi
+from relgate.run.hosts import HostFacts, parse_nvcc_version, parse_nvidia_smi, parse_nvidia_smi_uuids
 
 __all__ = ["detect_remote", "parse_probe", "parse_rocminfo", "parse_hipcc_version", "facts_from_probe",
            "PROBE_SCRIPT"]
@@ -23,7 +23,7 @@ _MARK = "@@relgate-probe "
 PROBE_SCRIPT = "; ".join([
     f"echo '{_MARK}uname'; uname -s -m",
     f"echo '{_MARK}tools'; for t in {' '.join(_TOOLS)}; do command -v $t >/dev/null 2>&1 && echo $t; done",
-    f"echo '{_MARK}nvidia-smi'; nvidia-smi --query-gpu=name,driver_version,compute_cap --format=csv,noheader "
+    f"echo '{_MARK}nvidia-smi'; nvidia-smi --query-gpu=name,driver_version,compute_cap,uuid --format=csv,noheader "
     "2>/dev/null",
     f"echo '{_MARK}nvcc'; nvcc --version 2>/dev/null",
     f"echo '{_MARK}rocminfo'; rocminfo 2>/dev/null | grep -E '^ *(Name|Marketing Name):'",
@@ -92,7 +92,8 @@ def facts_from_probe(spec: HostSpec, sections: Mapping[str, str]) -> HostFacts:
         boards = boards or mac[1:]
         if uname[1:2] == ["arm64"]:
             caps.add("metal")
-    return HostFacts(boards=tuple(boards), driver=driver, toolkit=toolkit, capabilities=frozenset(caps))
+    return HostFacts(boards=tuple(boards), driver=driver, toolkit=toolkit, capabilities=frozenset(caps),
+                     gpu_uuids=parse_nvidia_smi_uuids(sections.get("nvidia-smi", "")))
 
 
 def detect_remote(ex: SshExecutor) -> HostFacts:

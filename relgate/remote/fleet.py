@@ -4,7 +4,8 @@
 host that offers what it requires (``kernels-cpu@gpu1``, ``kernels-cpu@gpu2``); a per-board
 lane arrives already pinned (one step per board and toolkit). :func:`run_fleet` gives each
 host one worker (at most ``workers`` at once) that runs that host's steps in order, so a
-host never runs two steps at a time (an exclusive host stays exclusive); the results come
+host never runs two steps at a time (an exclusive host stays exclusive) unless it has GPU
+slots or is a cluster: then its steps run side by side as :mod:`relgate.run.slots` says; the results come
 back per host (Fabric's ``GroupResult`` habit). One host's failure never stops the others:
 a step that breaks its worker is ``error`` with the reason, and so is every step that host
 had left, while the other hosts run to the end. Steps listed as ``alone`` (multi-host steps,
@@ -42,6 +43,7 @@ from relgate.run.flow import candidate_facts, start_reports
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, check_placement
 from relgate.run.runner import HostPool, Reporter, RunSummary, StepOutcome, run_step, sigterm_interrupts
+from relgate.run.slots import run_side_by_side, side_by_side
 
 __all__ = ["HostResult", "FleetResult", "spread", "run_fleet", "run_fleet_plan",
            "render_hosts"]
@@ -179,7 +181,10 @@ def _worker_of(host: Host) -> str:
 
 
 def _host_worker(placed: Sequence[tuple[Executor, PlannedStep]], shared: _Shared) -> list[HostResult]:
-    """One worker's steps in order, on this thread's own ledger connection; per-host results."""
+    """One worker's steps in order, on this thread's own ledger connection; per-host results.
+    A host with GPU slots (or a cluster) runs its steps side by side (relgate.run.slots)."""
+    if len({id(e) for e, _ in placed}) == 1 and side_by_side([placed[0][0]]):
+        return _side_by_side_worker(placed[0][0], [s for _, s in placed], shared)
     outcomes: dict[str, list[StepOutcome]] = {}
     passed: set[str] = set()
     broken: dict[str, str] = {}
@@ -208,6 +213,31 @@ def _host_worker(placed: Sequence[tuple[Executor, PlannedStep]], shared: _Shared
                 passed.add(step.name)
             shared.finished(outcome)
     return [HostResult(host=h, outcomes=tuple(o), broken=broken.get(h)) for h, o in outcomes.items()]
+
+
+def _side_by_side_worker(executor: Executor, steps: Sequence[PlannedStep], shared: _Shared) -> list[HostResult]:
+    """One host's steps on its GPU slots (or as a cluster's jobs), each on a thread with a ledger
+    connection of its own; a step that breaks the host's executor makes the rest ``error``."""
+    name = executor.host.name
+    broken: list[str] = []
+
+    def run(step: PlannedStep, placed: Executor | str) -> tuple[StepOutcome, bool]:
+        with Ledger.open(shared.home) as ledger:
+            if broken and not isinstance(placed, str):
+                return _record_error(step, name, executor.host, broken[0], ledger, shared), False
+            try:
+                outcome = run_step(step, session=shared.session, run_id=shared.run_id, facts=shared.facts,
+                                   placed=placed, ledger=ledger, reuse=shared.reuse)
+            except (Interrupted, KeyboardInterrupt):
+                raise
+            except Exception as exc:  # the host's executor broke: its other steps are error
+                broken.append(f"{type(exc).__name__}: {exc}")
+                return _record_error(step, name, executor.host, broken[0], ledger, shared), False
+        shared.finished(outcome)
+        return outcome, outcome.verdict is Verdict.PASS
+
+    done = run_side_by_side(steps, place=lambda step: executor, run=run, running=lambda: [executor])
+    return [HostResult(host=name, outcomes=tuple(done), broken=broken[0] if broken else None)]  # type: ignore[arg-type]
 
 
 def _record_error(step: PlannedStep, name: str, host: Host, why: str, ledger: Ledger,

@@ -134,6 +134,11 @@ class RemoteExecutor:
         self._folders: set[str] = set()  # remote folders made in this run (the evidence folder)
         self._guard = threading.Lock()
 
+    @property
+    def reachable(self) -> bool:
+        """Connected and detected (probes run there only then)."""
+        return self._detected and self._failed is None
+
     def detect(self) -> Host:
         """Connect and detect the host's facts (declared ones when it cannot be reached)."""
         with self._guard:
@@ -244,6 +249,13 @@ class RemoteExecutor:
                              duration=0.0, timed_out=False, spawn_error=message, log_path=sink.path,
                              tail=message + "\n")
 
+    def probe(self, command: str, timeout: float) -> tuple[int | None, str]:
+        """A ``[[probe]]`` over this host's connection: exit status (None: it could not run) and output."""
+        try:
+            return self.ssh.capture(command, timeout=timeout)
+        except SshError as exc:
+            return None, str(exc)
+
     def interrupt(self, signum: int) -> None:
         """From another thread: stop the command running here (see :meth:`SshExecutor.interrupt`)."""
         self.ssh.interrupt(signum)
@@ -293,6 +305,9 @@ class RemotePool(HostPool):
     def _refresh(self) -> None:
         self._hosts = [self.executors[h.name].host if h.name in self.executors else h for h in self._hosts]
 
+    def _refresh_host(self, host: Host) -> None:
+        self._refresh()
+
     def place(self, step: PlannedStep) -> Executor | str:
         if step.host is not None and step.host in self.blocked:
             return self.blocked[step.host]
@@ -303,6 +318,9 @@ class RemotePool(HostPool):
             if isinstance(executor, RemoteExecutor) and self._connect:
                 host = executor.detect()
                 self._refresh()
+            if executor is not None and self._connect and not isinstance(executor, RemoteExecutor) or \
+                    isinstance(executor, RemoteExecutor) and executor.reachable:
+                host = self.probed(host, step.requires)
             if executor is not None and not host.missing(step.requires):
                 return executor
         held = [h for h in self._hosts if h.name in self.blocked and (step.host is None or h.name == step.host)
@@ -314,8 +332,9 @@ class RemotePool(HostPool):
 
     def close(self) -> None:
         for executor in self.executors.values():
-            if isinstance(executor, RemoteExecutor):
-                executor.close()
+            close = getattr(executor, "close", None)  # SSH connections and locks; a cluster's queued jobs
+            if close is not None:
+                close()
 
 
 def host_pool(ws: Workspace, *, allow_hosts: Sequence[str] = (), connect: bool = True) -> RemotePool:
@@ -334,6 +353,12 @@ def host_pool(ws: Workspace, *, allow_hosts: Sequence[str] = (), connect: bool =
             # once per invocation: the facts live on the workspace's memo
             host = Host(spec=spec, facts=ws.memo.get(host_key(spec.name), lambda spec=spec: detect_local(spec)))
             executors[host.name] = LocalExecutor(host)
+        elif spec.kind == "slurm":  # each step a job (relgate.remote.slurm), loaded by a run with a cluster only
+            from relgate.remote.slurm import SlurmExecutor, slurm_host
+
+            host = slurm_host(spec)
+            ctx = ctx or RunContext(ws)
+            executors[host.name] = SlurmExecutor(host, ctx)
         else:
             host = Host(spec=spec, facts=HostFacts(boards=spec.boards, driver=spec.driver, toolkit=spec.toolkit,
                                                    capabilities=frozenset(spec.capabilities)))

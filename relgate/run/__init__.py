@@ -1,2 +1,2 @@
-"""Running planned steps: the executor seam, hosts and their facts, placement, warning scanners,
-the runner that judges and records each step, the console table and the reports."""
+"""Running planned steps: the executor seam, hosts and their facts, probes, placement, GPU slots, warning
+scanners, the runner that judges and records each step, the console table and the reports."""

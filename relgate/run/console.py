@@ -48,7 +48,8 @@ class ConsoleReporter:
     """A line per finished step; for a red one, its warnings and the log's tail.
 
     A step still running after ``progress`` seconds gets a live line (lane, target,
-    host, elapsed), repeated at that interval (``RELGATE_PROGRESS_SECONDS``, default 30).
+    host, elapsed), repeated at that interval (``RELGATE_PROGRESS_SECONDS``, default 30);
+    steps running side by side (GPU slots, a cluster's jobs) each get their own.
     """
 
     def __init__(self, out: TextIO = sys.stdout, *, progress: float | None = None) -> None:
@@ -57,7 +58,7 @@ class ConsoleReporter:
         if progress is None:
             progress = float(os.environ.get("RELGATE_PROGRESS_SECONDS", "30") or 30)
         self.progress = progress
-        self._stop: threading.Event | None = None
+        self._stops: dict[int, threading.Event] = {}  # one ticker per running step (steps side by side)
         self._lock = threading.Lock()
 
     def _print(self, line: str) -> None:
@@ -67,20 +68,26 @@ class ConsoleReporter:
     def step_started(self, step: PlannedStep, host: str) -> None:
         if self.progress <= 0 or step.skip:  # a skipped step ends at once: no ticker to start
             return
-        stop = self._stop = threading.Event()
+        stop = threading.Event()
+        with self._lock:
+            self._stops[id(step)] = stop
         started = time.monotonic()
         label = f"{step.lane + '  ' if step.lane else ''}{step.name}  [{host}]"
 
         def tick() -> None:
             while not stop.wait(self.progress):
-                self._print(f"... {label}  running {_seconds(time.monotonic() - started)}")
+                with self._lock:  # the step's finished line sets stop under the same lock: no line after it
+                    if not stop.is_set():
+                        print(f"... {label}  running {_seconds(time.monotonic() - started)}", file=self.out,
+                              flush=True)
 
         threading.Thread(target=tick, daemon=True).start()
 
     def step_finished(self, o: StepOutcome) -> None:
-        if self._stop is not None:
-            self._stop.set()
-            self._stop = None
+        with self._lock:
+            stop = self._stops.pop(id(o.step), None)
+            if stop is not None:
+                stop.set()
         lane = f"{o.step.lane}  " if o.step.lane else ""
         counted = f"  ({o.tests.text()})" if o.tests is not None and o.tests.total else ""
         line = f"{lane}{o.step.name}  {_paint(o.verdict, self.colour)}  {_seconds(o.duration)}{counted}  [{o.host}]"

@@ -79,6 +79,9 @@ class CommandResult:
     tail: str
     log_error: str | None = None  # the log could not be written; the command was stopped
     strays: tuple[str, ...] = ()  # processes that outlived the command (escaped its group): killed
+    # Where it really ran, learnt only then (the GPUs of its slot; a Slurm job's node, job id and
+    # state; board, driver, toolkit found there): stored with the step (ledger ``facts``)
+    facts: Mapping[str, object] = field(default_factory=dict)
 
     @property
     def ok(self) -> bool:

@@ -17,9 +17,26 @@ from collections.abc import Callable, Iterable, Sequence
 from relgate.core.record import record
 from relgate.manifest.specs import HostSpec
 
-__all__ = ["HostFacts", "Host", "detect_local", "start_detect_local", "parse_nvidia_smi", "parse_nvcc_version"]
+__all__ = ["ProbeResult", "HostFacts", "Host", "detect_local", "start_detect_local", "parse_nvidia_smi", "parse_nvidia_smi_uuids", "parse_nvcc_version"]
 
 _TOOLS = ("cc", "gcc", "clang", "make", "cargo", "nvcc", "hipcc", "git")
+
+
+@record
+class ProbeResult:
+    """One ``[[probe]]`` run on a host: whether it passed, and its output (kept as a host fact)."""
+
+    name: str
+    passed: bool
+    output: str  # the probe's output (its tail)
+    why: str | None = None  # why it failed: exit 1, timed out, output does not match /…/
+
+    def summary(self) -> str:
+        """Why it failed and its last output line, shortened: what a ``not-run`` reason quotes."""
+        lines = [line.strip() for line in self.output.splitlines() if line.strip()]
+        last = lines[-1] if lines else "no output"
+        last = last if len(last) <= 160 else last[:157] + "..."
+        return f"{self.why}: {last}" if self.why else last
 
 
 @record
@@ -28,6 +45,8 @@ class HostFacts:
     driver: str | None = None
     toolkit: str | None = None
     capabilities: frozenset[str] = frozenset()
+    gpu_uuids: tuple[str, ...] = ()  # by index, where nvidia-smi lists them
+    probes: tuple[ProbeResult, ...] = ()  # this run's probes of the host (None run yet: empty)
 
 
 @record
@@ -51,13 +70,31 @@ class Host:
                 f"offers {offers}")
 
     def missing(self, requires: Iterable[str]) -> list[str]:
-        """The required capabilities (or boards) this host does not offer, in order."""
+        """The required capabilities (or boards) this host does not offer, in order. A capability
+        gated by a ``[[probe]]`` is offered only once its probe passed in this run."""
         offered = self.facts.capabilities | set(self.facts.boards)
-        return [r for r in requires if r not in offered]
+        gated = {p.name for p in self.spec.probes}
+        passed = {p.name for p in self.facts.probes if p.passed}
+        return [r for r in requires if (r not in offered and r not in passed) or (r in gated and r not in passed)]
+
+    def failed_probe(self, capability: str) -> ProbeResult | None:
+        """This run's failed probe of ``capability`` on this host, if it failed."""
+        return next((p for p in self.facts.probes if p.name == capability and not p.passed), None)
+
+    @property
+    def gpu_slots(self) -> int:
+        """GPUs steps may take here: declared (``gpus = N``), else as many as were detected."""
+        return self.spec.gpus if self.spec.gpus is not None else len(self.facts.gpu_uuids)
+
+
+def parse_nvidia_smi_uuids(text: str) -> tuple[str, ...]:
+    """``name, driver, compute_cap, uuid`` rows → the GPUs' UUIDs in index order (where listed)."""
+    rows = [[p.strip() for p in line.split(",")] for line in text.splitlines() if line.strip()]
+    return tuple(r[3] for r in rows if len(r) > 3 and r[3].startswith("GPU-"))
 
 
 def parse_nvidia_smi(text: str) -> tuple[list[str], str | None, set[str]]:
-    """``name, driver, compute_cap`` CSV rows → boards, driver, capabilities."""
+    """``name, driver, compute_cap[, uuid]`` CSV rows → boards, driver, capabilities."""
     boards: list[str] = []
     drivers: set[str] = set()
     caps: set[str] = set()
@@ -116,7 +153,7 @@ def start_detect_local(spec: HostSpec) -> Callable[[], HostFacts]:
                                  capabilities=frozenset(caps))
     on_path = {t for t in _TOOLS if shutil.which(t)}
     caps |= on_path
-    smi = _start_probe(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap", "--format=csv,noheader"]) \
+    smi = _start_probe(["nvidia-smi", "--query-gpu=name,driver_version,compute_cap,uuid", "--format=csv,noheader"]) \
         if shutil.which("nvidia-smi") else None
     nvcc = _start_probe(["nvcc", "--version"]) if "nvcc" in on_path and not spec.toolkit else None  # declared wins
     if platform.system() == "Darwin" and platform.machine() == "arm64":
@@ -127,12 +164,15 @@ def start_detect_local(spec: HostSpec) -> Callable[[], HostFacts]:
         boards = list(spec.boards)
         driver, toolkit = spec.driver, spec.toolkit
         out = _probe_output(smi, deadline)
+        uuids: tuple[str, ...] = ()
         if out:
             found, drv, gpu_caps = parse_nvidia_smi(out)
+            uuids = parse_nvidia_smi_uuids(out)
             boards = boards or found
             driver = driver or drv
             caps.update(gpu_caps)
         toolkit = toolkit or parse_nvcc_version(_probe_output(nvcc, deadline) or "")
-        return HostFacts(boards=tuple(boards), driver=driver, toolkit=toolkit, capabilities=frozenset(caps))
+        return HostFacts(boards=tuple(boards), driver=driver, toolkit=toolkit, capabilities=frozenset(caps),
+                         gpu_uuids=uuids)
 
     return facts

@@ -47,6 +47,9 @@ class PlannedStep:
     action_name: str | None = None  # how the action displays ("relgate census")
     # Earlier steps of the same run that must pass first; otherwise this one is not run.
     needs: tuple[str, ...] = ()
+    # GPUs it takes on a host with GPU slots: a number, "all" (alone), or None: 1 when it
+    # requires a GPU capability, else none (relgate.run.slots.gpus_needed)
+    gpus: int | str | None = None
 
     def display(self) -> str:
         if self.action is not None:

@@ -43,6 +43,7 @@ def summary_json(summary: RunSummary, *, require_all: bool = False) -> dict[str,
                 "warning_lines": sum(w.printed for w in o.warnings),
                 "tests": None if o.tests is None else {"runner": o.tests.runner, "passed": o.tests.passed,
                                                        "failed": o.tests.failed, "skipped": o.tests.skipped},
+                "facts": dict(o.facts),  # where it really ran: its GPUs, a Slurm job's node and state, probes
             }
             for o in summary.outcomes
         ],

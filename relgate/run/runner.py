@@ -4,6 +4,10 @@ Every step gets a ledger row before it starts (as an unfinished error), its comp
 output streamed to a log on disk, a warning scan when it is a build, and a verdict.
 A SIGTERM or Ctrl-C while a step runs kills the step's process group, records the step
 as ``error`` and stops the run (:class:`~relgate.executor.Interrupted` propagates).
+
+Steps run one after another, unless a host of the pool has GPU slots or is a job scheduler
+(a Slurm cluster): then :mod:`relgate.run.slots` runs them side by side, each on a worker
+thread with a ledger connection of its own, judged and recorded the same way.
 """
 
 from __future__ import annotations
@@ -44,6 +48,7 @@ from relgate.run.harness import HarnessScanner, exit_status_reason
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
 from relgate.run.produces import missing_products, wrote_nothing
+from relgate.run.slots import run_side_by_side, side_by_side
 from relgate.run.testcounts import CountScanner, judge_counts
 
 if TYPE_CHECKING:  # the scanners are imported by the first step that scans a build
@@ -61,12 +66,32 @@ class HostPool:
     def __init__(self, hosts: Sequence[Host], executors: Mapping[str, Executor]) -> None:
         self.hosts = list(hosts)
         self.executors = dict(executors)
+        self._probed: set[str] = set()
+
+    def probed(self, host: Host, requires: Sequence[str]) -> Host:
+        """``host`` with its ``[[probe]]`` results, run once per run when a step first requires
+        a capability one of them gates (relgate.run.probes)."""
+        executor = self.executors.get(host.name)
+        if host.name in self._probed or executor is None or not host.spec.probes:
+            return executor.host if executor is not None and host.name in self._probed else host
+        from relgate.run.probes import gated, probe_host
+
+        if not gated(host, requires):
+            return host
+        self._probed.add(host.name)
+        host = probe_host(executor)
+        self._refresh_host(host)
+        return host
+
+    def _refresh_host(self, host: Host) -> None:
+        self.hosts = [host if h.name == host.name else h for h in self.hosts]
 
     def place(self, step: PlannedStep) -> Executor | str:
         """The executor of the first host offering what ``step`` needs, or why there is none."""
         candidates = [h for h in self.hosts if step.host is None or h.name == step.host]
         if not candidates:
             return f"no host named {step.host}"
+        candidates = [self.probed(h, step.requires) for h in candidates]
         offering = [h for h in candidates if not h.missing(step.requires)]
         for host in offering:
             if host.name in self.executors:
@@ -74,6 +99,11 @@ class HostPool:
         if offering:
             names = ", ".join(h.name for h in offering)
             return f"only {names} offer {', '.join(step.requires)}, and no executor can reach {names} yet"
+        from relgate.run.probes import probe_failures
+
+        failed = probe_failures(candidates, step.requires)
+        if failed is not None:
+            return failed
         missing = min((h.missing(step.requires) for h in candidates), key=len)
         return f"no host offers {', '.join(missing)}"
 
@@ -95,6 +125,7 @@ class StepOutcome:
     scanned: bool = False  # its commands ran to a zero exit and the output was scanned for warnings
     matched_rules: tuple[AllowRule, ...] = ()  # the allow rules that accepted a warning here
     tests: TestCounts | None = None  # what the step's test runner said it ran (None: no runner read)
+    facts: Mapping[str, object] = field(default_factory=dict)  # where it really ran (GPUs, node, job)
 
 
 @record(frozen=False)
@@ -151,6 +182,15 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
     passed: set[str] = set()
     unreachable: dict[str, str] = {}  # host → the step that found cargo's registry unreachable there
     with sigterm_interrupts():
+        if steps and side_by_side(list(pool.executors.values())):  # GPU slots, or a job scheduler
+            try:
+                summary.outcomes.extend(_run_side_by_side(steps, session=session, run_id=run_id, facts=facts,
+                                                          pool=pool, ledger=ledger, reporter=reporter, reuse=reuse))
+            except (Interrupted, KeyboardInterrupt) as exc:
+                summary.interrupted = _signame(exc)
+                ledger.finish_run(run_id, "interrupted")
+                raise exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT) from None
+            steps = ()
         for step in steps:
             blocked = next((name for name in step.needs if name not in passed), None)
             placed = f"needs {blocked}, which did not pass" if blocked is not None else pool.place(step)
@@ -208,6 +248,26 @@ def _registry_down(step: PlannedStep, *, session: str, run_id: str, facts: GitFa
                        duration=0.0)
 
 
+def _run_side_by_side(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts: GitFacts,
+                      pool: HostPool, ledger: Ledger, reporter: Reporter, reuse: bool) -> list[StepOutcome]:
+    """:func:`relgate.run.slots.run_side_by_side` over ``pool``: each step on a worker thread
+    with a ledger connection of its own; the reporter called under a lock."""
+    lock = threading.Lock()
+
+    def run(step: PlannedStep, placed: Executor | str) -> tuple[StepOutcome, bool]:
+        with lock:
+            reporter.step_started(step, "-" if isinstance(placed, str) else placed.host.name)
+        with Ledger.open(ledger.home) as own:
+            outcome = _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed, ledger=own,
+                               reuse=reuse and not facts.dirty)
+        with lock:
+            reporter.step_finished(outcome)
+        return outcome, outcome.verdict is Verdict.PASS
+
+    return run_side_by_side(steps, place=pool.place, run=run,  # type: ignore[return-value]
+                            running=lambda: list(pool.executors.values()))
+
+
 def run_step(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
              ledger: Ledger, reuse: bool = False) -> StepOutcome:
     """One step on ``placed`` (an executor, or why there is none): run, judged, recorded.
@@ -227,13 +287,17 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                                      toolkit=None, **row)
         return StepOutcome(step=step, step_id=step_id, host="-", verdict=verdict, reason=reason, duration=0.0)
 
-    executor = placed
+    bind = getattr(placed, "bind", None)  # a job scheduler asks for what this step requires (relgate.remote.slurm)
+    executor = bind(step) if bind is not None else placed
     host = executor.host
     row.update(host=host.name, board=host.board, driver=host.facts.driver, toolkit=host.facts.toolkit)
     if reuse and step.action is None:  # an in-process check is cheap and reads files no commit pins
+        board = getattr(executor, "planned_board", None)  # a cluster: the board the step asks for, any node
         earlier = ledger.reusable_pass(run_id=run_id, commit=facts.commit, session=session, step=step.name,
-                                       host=host.name, command=step.display(), env=row["env"], board=host.board,
-                                       driver=host.facts.driver, toolkit=host.facts.toolkit)
+                                       host=host.name, command=step.display(), env=row["env"],
+                                       board=host.board if board is None else board(),
+                                       driver=host.facts.driver, toolkit=host.facts.toolkit,
+                                       any_node=board is not None)
         if earlier is not None:
             step_id = ledger.reuse_step(run_id=run_id, original=earlier)
             source = earlier.reused_from or earlier.id
@@ -299,6 +363,9 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                 log.note(f"# relgate: {log.dropped} bytes of output past max_log_bytes were not kept\n")
             except LogWriteError:
                 pass
+    step_done = getattr(executor, "step_done", None)  # a cluster: its checkout is free for the next job
+    if step_done is not None:
+        step_done()
     final, sha = ledger.store_log(partial, facts.commit)
     duration = sum(r.duration for r in results)
     tail = results[-1].tail if results else ""
@@ -334,6 +401,10 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         verdict, reason = Verdict.ERROR, log.error
     if step.timing_only and verdict is Verdict.PASS:
         reason = "timing only: ran to the end, the numbers are kept, not judged"
+    host_facts = _step_facts(host, results)
+    if host_facts:  # before the evidence is stored: it carries the node's board
+        ledger.note_step_host(step_id, facts=host_facts, board=_fact(host_facts, "board"),
+                              driver=_fact(host_facts, "driver"), toolkit=_fact(host_facts, "toolkit"))
     strays = sum(len(r.strays) for r in results)
     if strays and verdict is Verdict.PASS:
         reason = f"{strays} process(es) outlived the command (left its process group) and were killed; see the log"
@@ -368,7 +439,24 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                        duration=duration, log_path=final, warnings=tuple(denied),
                        allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored,
                        scanned=scanner is not None and bool(results) and results[-1].ok,
-                       matched_rules=tuple(dict.fromkeys(r for _, r in allowed)), tests=counts)
+                       matched_rules=tuple(dict.fromkeys(r for _, r in allowed)), tests=counts,
+                       facts=host_facts)
+
+
+def _step_facts(host: Host, results: Sequence[CommandResult]) -> dict[str, object]:
+    """Where the step really ran (its commands' facts, the last one's winning) and this run's
+    probes of its host (name → passed and output)."""
+    out: dict[str, object] = {}
+    for r in results:
+        out.update(r.facts)
+    if host.facts.probes:
+        out["probes"] = {p.name: {"passed": p.passed, "output": p.output, "why": p.why} for p in host.facts.probes}
+    return out
+
+
+def _fact(facts: Mapping[str, object], key: str) -> str | None:
+    value = facts.get(key)
+    return value if isinstance(value, str) and value else None
 
 
 def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult, tuple[Verdict, str] | None]:

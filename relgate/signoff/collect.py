@@ -191,8 +191,16 @@ def _keep(ws: Workspace, ledger: Ledger, spec: Spec, side: Side, got: list[tuple
               f" ({red[0].reason})", file=out)
         return None
     host = next(h for h in pool.hosts if h.name == got[0][0].host)
-    known = {"board": board_key(host.board, host.name), "driver": host.facts.driver or "",
-             "toolkit": host.facts.toolkit or "", "host": host.name, "commit": side.facts.commit,
+    # Where a step learnt its board only when it ran (a Slurm node), its own facts say it; every
+    # run of a batch must have run on the same board (boards are never merged)
+    ran_on = {tuple(str(o.facts.get(k) or "") for k in ("board", "driver", "toolkit")) for o, _ in got}
+    if len(ran_on) > 1:
+        print(f"{spec.name} ({side.label}): no batch recorded: its runs ran on different boards "
+              f"({'; '.join(sorted(', '.join(x for x in r if x) for r in ran_on))})", file=out)
+        return None
+    board, driver, toolkit = next(iter(ran_on))
+    known = {"board": board_key(board or host.board, host.name), "driver": driver or host.facts.driver or "",
+             "toolkit": toolkit or host.facts.toolkit or "", "host": host.name, "commit": side.facts.commit,
              "dirty": "yes" if side.facts.dirty else "no", "release": side.release or "",
              "source_hash": source_hash(Path(side.facts.toplevel), side.facts.commit, side.root) or "",
              "aa": side.aa or ""}
