@@ -281,6 +281,10 @@ def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | 
     """``relgate evidence accept``: this commit's clean captures become the release's baseline."""
     from relgate.evidence.baselines import accept
 
+    if release is not None:
+        from relgate.core.text import check_name
+
+        check_name(release, "evidence accept --release")
     facts = candidate_facts(ws)
     release = release or ws.project.version
     if release is None:

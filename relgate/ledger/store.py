@@ -61,7 +61,7 @@ from relgate.ledger.schema import (  # noqa: F401
     _token,
 )
 
-__all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON",
+__all__ = ["SCHEMA_VERSION", "Ledger", "DuplicateBatch", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON",
            "BatchRow", "DecisionRow"]
 
 UNFINISHED_REASON = "never finished: relgate stopped before the step ended"
@@ -137,6 +137,14 @@ def _packed(rows: Sequence[tuple[int, Any, Any, Any]], keys: Sequence[str]
 
 
 @_sqlite_errors_reported
+class DuplicateBatch(InputError):
+    """:meth:`Ledger.add_batch` with ``once``: these bytes are batch ``existing`` already."""
+
+    def __init__(self, existing: int, source: str) -> None:
+        self.existing, self.source = existing, source
+        super().__init__(f"batch #{existing} holds these runs already ({source})")
+
+
 class Ledger:
     """A connection to the ledger database under ``home``; use :meth:`open`."""
 
@@ -478,13 +486,25 @@ class Ledger:
         return [EvidenceRow(**{**dict(r), "dirty": bool(r["dirty"])}) for r in self._conn.execute(sql, args)]
 
     # -- sign-off: measurement batches and decisions ---------------------------------------
-    def add_batch(self, batch: Mapping[str, Any], rows: Sequence[tuple[int, Any, Any, Any]]) -> int:
-        """One batch (the ``measure_batches`` columns) and its rows ``(run, key, metrics, metadata)``, at once."""
+    def add_batch(self, batch: Mapping[str, Any], rows: Sequence[tuple[int, Any, Any, Any]], *,
+                  once: bool = False) -> int:
+        """One batch (the ``measure_batches`` columns) and its rows ``(run, key, metrics, metadata)``, at once.
+        ``once``: a batch of the same bytes (``sha256``) for the same project, measure, side, board,
+        release and commit is refused with :class:`DuplicateBatch` — looked for inside the write
+        transaction, so that of several processes adding the same file at once exactly one records it."""
         cols = ("project", "measure", "kind", "side", "release", "commit_sha", "dirty", "board", "host", "metadata",
                 "warmup", "run_id", "source", "sha256", "path")
         values = [json.dumps(batch[c], sort_keys=True) if c == "metadata" else batch.get(c) for c in cols]
         values[cols.index("dirty")] = int(bool(batch.get("dirty")))
         with self._tx():
+            if once:
+                same = self._conn.execute(
+                    "SELECT * FROM measure_batches WHERE project = ? AND measure = ? AND sha256 IS ? AND side IS ?"
+                    " AND board IS ? AND release IS ? AND commit_sha IS ? ORDER BY id LIMIT 1",
+                    tuple(batch.get(c) for c in ("project", "measure", "sha256", "side", "board", "release",
+                                                 "commit_sha"))).fetchone()
+                if same is not None:
+                    raise DuplicateBatch(int(same["id"]), str(same["source"] or ""))
             cur = self._conn.execute(f"INSERT INTO measure_batches ({', '.join(cols)}, created) VALUES"
                                      f" ({', '.join('?' * len(cols))}, ?)", (*values, _now()))
             batch_id = int(cur.lastrowid)

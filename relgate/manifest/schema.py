@@ -19,6 +19,7 @@ from typing import Any
 
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.record import record
+from relgate.core.text import line_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -215,6 +216,17 @@ class Checker:
         if key in table and isinstance(table[key], str) and not value.strip():
             self.problem(_join(prefix, key), "must not be empty")
             return default
+        return value
+
+    def line(self, table: Mapping[str, Any], prefix: str, key: str, default: Any = None) -> Any:
+        """A string that reaches documents (a title, a version): one line, no control or bidi
+        character (:mod:`relgate.core.text`); else ``default``, problem noted."""
+        value = self.get(table, prefix, key, str, default)
+        if key in table and isinstance(table[key], str):
+            why = line_problem(table[key])
+            if why is not None:
+                self.problem(_join(prefix, key), f'"{printable(table[key][:60])}" {why}: one line of plain text')
+                return default
         return value
 
     def seconds(self, table: Mapping[str, Any], prefix: str, key: str, default: float | None = None, *,
