@@ -66,11 +66,13 @@ def check_name(value: str, option: str, *, max_length: int = 200) -> str:
     return value
 
 
-def inert(text: str) -> str:
-    """``text`` with every unsafe character shown as its escape (``\\r``, ``\\x1b``, ``\\u202e``)."""
+def inert(text: str, *, keep: str = "") -> str:
+    """``text`` with every unsafe character shown as its escape (``\\r``, ``\\x1b``, ``\\u202e``);
+    the characters of ``keep`` (a tab, on a console line of data) stay as they are."""
     if UNSAFE.search(text) is None:
         return text
-    return UNSAFE.sub(lambda m: m.group().encode("unicode_escape").decode("ascii"), text)
+    return UNSAFE.sub(lambda m: m.group() if m.group() in keep else m.group().encode("unicode_escape").decode("ascii"),
+                      text)
 
 
 def md(text: object) -> str:

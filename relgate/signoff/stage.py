@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from relgate import __version__
 from relgate.core.errors import InputError
+from relgate.core.readers import read_user_file
 from relgate.core.files import write_output
 from relgate.core.record import record
 from relgate.ledger.gitfacts import start_git_facts
@@ -53,7 +54,7 @@ def _manifest_digest(ws: Workspace) -> str:
     if ws.project.lanes is not None:
         paths.append(ws.project.lanes)
     for path in paths:
-        h.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+        h.update(str(path).encode() + b"\0" + read_user_file(path, what="a manifest", line_limit=None) + b"\0")
     return h.hexdigest()
 
 
