@@ -73,7 +73,9 @@ def _host_steps(ws: Workspace, *, names: Sequence[str]) -> list[PlannedStep]:
 
 # What a project of each kind needs a manifest for: without it, `nox -s host` says what it
 # skipped (a not-run step, which --require-all fails), never silence.
-_NEEDS_LANES = ("cargo",)  # the census of Cargo.toml's targets
+# The census of Cargo.toml's targets; of a Makefile's targets, which only a lanes file declares
+# (`relgate lane` is exit 2 without one: `nox -s host` says it too, as a not-run census).
+_NEEDS_LANES = ("cargo", "make")
 _NEEDS_BUILDS = ("cargo", "make")  # the warning-free release builds
 
 

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import sqlite3
+import stat
 import sys
 import time
 from array import array
@@ -65,6 +66,31 @@ __all__ = ["SCHEMA_VERSION", "Ledger", "DuplicateBatch", "StepRow", "RunRow", "E
            "BatchRow", "DecisionRow"]
 
 UNFINISHED_REASON = "never finished: relgate stopped before the step ended"
+
+
+def _not_a_database(db: Path) -> None:
+    """A ledger path that is a directory, a dangling symlink or no regular file is named as it
+    is, with how to move it aside (not "cannot create the ledger home")."""
+    try:
+        st = os.lstat(db)
+    except OSError:
+        return  # absent (a new ledger), or its home is the problem: said where the home is made
+    what = None
+    if stat.S_ISLNK(st.st_mode):
+        target = os.readlink(db)
+        if not os.path.exists(db):
+            what = f"a symlink to {target}, which does not exist"
+        elif os.path.isdir(db):
+            what = f"a symlink to the directory {target}"
+        elif not os.path.isfile(db):
+            what = f"a symlink to {target}, which is not a regular file"
+    elif stat.S_ISDIR(st.st_mode):
+        what = "a directory"
+    elif not stat.S_ISREG(st.st_mode):
+        what = "not a regular file"
+    if what is not None:
+        raise InputError(f"{db}: {what}, not a ledger database; relgate writes nothing into it. Move it aside "
+                         f"(mv {db} {db}.moved) and run again to start a fresh ledger")
 
 
 def _now() -> str:
@@ -165,6 +191,7 @@ class Ledger:
         after an unclean shutdown, a write by anything else, or with ``check`` (on demand)."""
         home = Path(home)
         db = home / "ledger.sqlite3"
+        _not_a_database(db)
         try:
             home.mkdir(parents=True, exist_ok=True)
             if not db.exists():

@@ -235,7 +235,7 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
         c.name_ok("project.name", name)
     root_text = c.text(table, "project", "root", "")
     kind = c.choice(table, "project", "kind", PROJECT_KINDS, default="make")
-    version = c.line(table, "project", "version")
+    version = c.get(table, "project", "version", str)
     if version is not None and not version.strip():
         c.problem("project.version", "must not be empty (leave it out when the project has no version)")
     elif version is not None and "kind" in table and kind is not None:

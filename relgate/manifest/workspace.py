@@ -95,6 +95,8 @@ class Workspace:
             from relgate.manifest.measures import parse_measurements
 
             measurements = _load(mdir / "measurements.toml", parse_measurements, problems)
+            if measurements is not None and project is not None and (lanes is not None or not problems):
+                problems.extend(measure_target_problems(measurements, lanes))
         host_specs: dict[str, HostSpec] = {}
         for path in sorted(hdir.glob("*.toml")):
             spec = _load(path, parse_host, problems)
@@ -128,6 +130,26 @@ class Workspace:
     @property
     def local_host(self) -> HostSpec:
         return next(h for h in self.hosts.values() if h.kind == "local")
+
+
+def measure_target_problems(measurements: Any, lanes: Any) -> list[str]:
+    """Every ``measure.NAME.target`` / ``quality.NAME.target`` names a target with a lane: found
+    at ``check``, not first when ``compare`` runs it."""
+    from relgate.manifest.schema import did_you_mean
+
+    out = []
+    names = [t.name for t in lanes.targets if t.name] if lanes is not None else []
+    assigned = lanes.assignments if lanes is not None else {}
+    for kind, specs in (("measure", measurements.measures), ("quality", measurements.quality)):
+        for name, spec in specs.items():
+            if not spec.target or (spec.target in names and spec.target in assigned):
+                continue
+            where = f"{display_path(measurements.source)}: {kind}.{name}.target"
+            if lanes is None:
+                out.append(f'{where}: "{spec.target}": the project declares no lanes (lanes.toml or project.lanes)')
+            else:
+                out.append(f'{where}: no target "{spec.target}" with a lane{did_you_mean(spec.target, names)}')
+    return out
 
 
 def _pick(arg: Path | None, env: str | None, default: Path, base: Path) -> Path:
