@@ -162,7 +162,6 @@ def _packed(rows: Sequence[tuple[int, Any, Any, Any]], keys: Sequence[str]
     return runs, width, {m: column.tobytes() for m, column in columns.items()}
 
 
-@_sqlite_errors_reported
 class DuplicateBatch(InputError):
     """:meth:`Ledger.add_batch` with ``once``: these bytes are batch ``existing`` already."""
 
@@ -171,6 +170,7 @@ class DuplicateBatch(InputError):
         super().__init__(f"batch #{existing} holds these runs already ({source})")
 
 
+@_sqlite_errors_reported
 class Ledger:
     """A connection to the ledger database under ``home``; use :meth:`open`."""
 
