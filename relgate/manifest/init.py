@@ -239,8 +239,8 @@ def _next_commands(root: Path, mdir: Path) -> tuple[str, ...]:
 
 
 def _is_ours(noxfile: Path) -> bool:
-    try:
-        return "written by relgate init" in noxfile.read_text(encoding="utf-8", errors="replace")
+    try:  # a FIFO or a device there is no noxfile of ours (and is never read: it would wait)
+        return noxfile.is_file() and "written by relgate init" in noxfile.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
 

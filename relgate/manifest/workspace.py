@@ -95,7 +95,7 @@ class Workspace:
             from relgate.manifest.measures import parse_measurements
 
             measurements = _load(mdir / "measurements.toml", parse_measurements, problems)
-            if measurements is not None and project is not None and (lanes is not None or not problems):
+            if measurements is not None and lanes is not None:  # no lanes at all: compare says so when it runs
                 problems.extend(measure_target_problems(measurements, lanes))
         host_specs: dict[str, HostSpec] = {}
         for path in sorted(hdir.glob("*.toml")):
@@ -133,22 +133,19 @@ class Workspace:
 
 
 def measure_target_problems(measurements: Any, lanes: Any) -> list[str]:
-    """Every ``measure.NAME.target`` / ``quality.NAME.target`` names a target with a lane: found
-    at ``check``, not first when ``compare`` runs it."""
+    """Every ``measure.NAME.target`` / ``quality.NAME.target`` names a target with a lane of
+    ``lanes``: found at ``check``, not first when ``compare`` runs it."""
     from relgate.manifest.schema import did_you_mean
 
     out = []
-    names = [t.name for t in lanes.targets if t.name] if lanes is not None else []
-    assigned = lanes.assignments if lanes is not None else {}
+    names = [t.name for t in lanes.targets if t.name]
+    assigned = lanes.assignments
     for kind, specs in (("measure", measurements.measures), ("quality", measurements.quality)):
         for name, spec in specs.items():
             if not spec.target or (spec.target in names and spec.target in assigned):
                 continue
             where = f"{display_path(measurements.source)}: {kind}.{name}.target"
-            if lanes is None:
-                out.append(f'{where}: "{spec.target}": the project declares no lanes (lanes.toml or project.lanes)')
-            else:
-                out.append(f'{where}: no target "{spec.target}" with a lane{did_you_mean(spec.target, names)}')
+            out.append(f'{where}: no target "{spec.target}" with a lane{did_you_mean(spec.target, names)}')
     return out
 
 

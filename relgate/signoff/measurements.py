@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -127,11 +128,16 @@ def _unique_pairs(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return out
 
 
+_DECIMAL = re.compile(r"[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
 def _number(text: str) -> float | None:
-    try:
-        value = float(text)
-    except ValueError:
+    """A finite decimal number as a CSV, JSON or a scorer writes one (``float`` alone also takes
+    ``1_000``, ``nan``, ``infinity`` and non-ASCII digits)."""
+    text = text.strip()
+    if not _DECIMAL.fullmatch(text):
         return None
+    value = float(text)
     return value if math.isfinite(value) else None
 
 

@@ -134,7 +134,7 @@ def _batch_text(b: Any, *, who: bool = True) -> str:
 
 
 def _board_md(name: str, b: BoardComparison, keys: Sequence[str], plots: Mapping[tuple[str, str], str]) -> list[str]:
-    out = [f"### `{name}` on {b.board}: {b.verdict}", ""]
+    out = [f"### `{name}` on {md(b.board)}: {md(b.verdict)}", ""]
     if b.previous is not None:
         out.append(f"Previous: {_batch_text(b.previous)}.  ")
     if b.candidates:
@@ -227,8 +227,8 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
     if s.evidence_steps:
         for r in s.evidence_steps:
             summary = _summary_line(r.tail)
-            out.append(f"- {r.target}: {r.verdict.value}" + (f" — {r.reason}" if r.reason else "")
-                       + (f" — {summary}" if summary else "") + f" ({_step_ref(r)})")
+            out.append(f"- {md(r.target or '')}: {r.verdict.value}" + (f" — {md(r.reason)}" if r.reason else "")
+                       + (f" — {md(summary)}" if summary else "") + f" ({_step_ref(r)})")
     else:
         out.append("No evidence check recorded for this candidate (`nox -s evidence`).")
     out.append("")
@@ -303,7 +303,8 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
             out.append(f"- Quality (`{name}`, {qb.board}): {bands}.")
     for r in s.evidence_steps:
         summary = _summary_line(r.tail)
-        out.append(f"- Evidence ({r.target}): {r.verdict.value}" + (f" — {summary}" if summary else "") + ".")
+        out.append(f"- Evidence ({md(r.target or '')}): {r.verdict.value}" + (f" — {md(summary)}" if summary else "")
+                   + ".")
     passed = [md(r.item.title) for r in s.items if r.status == "passed"]
     if passed:
         out.append(f"- Passed: {'; '.join(passed)}.")
