@@ -102,7 +102,10 @@ def find_lanes_file(root: Path, skip: Path | None = None) -> Path | None:
                 continue
             if path.name in ("Cargo.toml", "pyproject.toml") or not path.is_file():
                 continue
-            inside(root, path, path.name)
+            try:
+                inside(root, path, path.name)
+            except InputError:  # a symlink out of the repository (a shared rustfmt.toml): not read
+                continue
             try:
                 if header.search(path.read_text(encoding="utf-8", errors="replace")):
                     return path

@@ -80,6 +80,8 @@ def parse_records(data: bytes, *, fmt: str, source: str, select: Sequence[str] =
                 obj = json.loads(line, object_pairs_hook=_unique_pairs)
             except json.JSONDecodeError as exc:
                 raise InputError(f"{source}:{n}: not JSON: {exc.msg}") from None
+            except RecursionError:
+                raise InputError(f"{source}:{n}: a value nested too deeply to read") from None
             except _Repeated as exc:
                 raise InputError(f'{source}:{n}: the key "{inert(str(exc))}" appears twice in one object '
                                  "(which one counts?)") from None

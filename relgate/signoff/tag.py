@@ -176,6 +176,8 @@ def signoff_document(data: bytes, path: Path) -> dict[str, Any]:
         doc = json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"{path}: not a relgate sign-off: not JSON ({str(exc).splitlines()[0]})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a relgate sign-off: a value nested too deeply to read") from None
     if not isinstance(doc, dict):
         raise InputError(f"{path}: not a relgate sign-off: a JSON {type(doc).__name__}, not an object")
     shape = {"project": str, "version": str, "commit": str, "complete": bool, "dirty": bool, "items": list,
