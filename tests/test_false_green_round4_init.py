@@ -200,17 +200,21 @@ def test_cargo_metadata_runs_the_toolchain_relgate_found_not_the_repositorys(tmp
 
 
 @needs_make
-def test_the_make_database_read_is_bounded_in_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """`include` of a FIFO nobody writes: make waits; relgate gives up after MAKE_TIMEOUT with one line."""
+@pytest.mark.parametrize("included", ["pipe.mk", "/dev/zero"], ids=["fifo", "dev-zero"])
+def test_the_make_database_read_is_bounded_in_time(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                   included: str) -> None:
+    """`include` of a FIFO nobody writes (make waits) or of /dev/zero (make reads forever):
+    relgate gives up after MAKE_TIMEOUT with one line."""
     from relgate.core.errors import InputError
     from relgate.manifest import discover
 
-    root, _ = _make_repo(tmp_path, "include pipe.mk\nall:\n\techo hi\n.PHONY: all\n")
-    os.mkfifo(root / "pipe.mk")
+    root, _ = _make_repo(tmp_path, f"include {included}\nall:\n\techo hi\n.PHONY: all\n")
+    if included == "pipe.mk":
+        os.mkfifo(root / "pipe.mk")
     monkeypatch.setattr(discover, "MAKE_TIMEOUT", 3)
     with pytest.raises(InputError) as err:
         discover.read_make(root)
-    assert "make -pRrq did not run" in str(err.value) and "timed out" in str(err.value)
+    assert "make -pRrq did not run" in str(err.value) or "printed no rule database" in str(err.value), str(err.value)
 
 
 def test_the_rust_example_still_inits(scankern: Project) -> None:
@@ -218,3 +222,16 @@ def test_the_rust_example_still_inits(scankern: Project) -> None:
     shutil.rmtree(scankern.root / "manifests")
     done = relgate(scankern.root, "init", str(scankern.root), "--dry-run")
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_a_symlinked_cargo_toml_leading_out_is_not_read(tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "Cargo.toml").write_text('[package]\nname = "secretcrate"\nversion = "0.1.0"\nedition = "2021"\n')
+    root = tmp_path / "crate"
+    (root / "src").mkdir(parents=True)
+    (root / "src" / "lib.rs").write_text("")
+    (root / "Cargo.toml").symlink_to(elsewhere / "Cargo.toml")
+    done = relgate(root, "init", str(root), "--kind", "cargo", "--dry-run")
+    assert done.returncode == 2 and "Cargo.toml leads to" in done.stderr, done.stdout + done.stderr
+    assert "secretcrate" not in done.stdout + done.stderr

@@ -188,6 +188,8 @@ class MakeFacts:
 
 #: Seconds make may take to print its database (a Makefile that reads a FIFO waits no longer).
 MAKE_TIMEOUT = 60
+#: The address space make may use while it prints its database.
+MAKE_MEMORY = 2 << 30
 
 _DEFAULT_GOAL = re.compile(r"^\.DEFAULT_GOAL :?= (\S+)\s*$", re.M)
 
@@ -209,7 +211,7 @@ def read_make(root: Path, *, make: str | None = None) -> MakeFacts:
     try:  # started without stdin (`include /dev/stdin` reads nothing), confined: it starts and writes nothing
         done = subprocess.run([exe, "-pRrq", "-f", makefile, ":"], cwd=root, capture_output=True, text=True,
                               timeout=MAKE_TIMEOUT, env={**env, "LC_ALL": "C"}, stdin=subprocess.DEVNULL,
-                              preexec_fn=no_spawn_no_write, errors="replace")
+                              preexec_fn=_confined_make, errors="replace")
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InputError(f"{display_path(root / makefile)}: make -pRrq did not run: {exc}") from None
     if done.returncode == 126 and not done.stdout:
@@ -221,6 +223,16 @@ def read_make(root: Path, *, make: str | None = None) -> MakeFacts:
     goal = _DEFAULT_GOAL.search(done.stdout)
     return MakeFacts(makefile=makefile, targets=tuple(make_targets_of(done.stdout, root)),
                      default_goal=goal.group(1) if goal else None)
+
+
+def _confined_make() -> None:
+    """``preexec_fn`` of ``make -pRrq``: bounded memory and CPU (an `include /dev/zero` reads
+    forever), then no process and no file written (:func:`no_spawn_no_write`)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MAKE_MEMORY, MAKE_MEMORY))
+    resource.setrlimit(resource.RLIMIT_CPU, (MAKE_TIMEOUT, MAKE_TIMEOUT + 5))
+    no_spawn_no_write()
 
 
 def make_targets_of(database: str, root: Path) -> list[str]:
