@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, TextIO
 from relgate import __version__
 from relgate.core.errors import InputError
 from relgate.core.readers import read_user_file
+from relgate.core.text import inert
 from relgate.core.files import write_output
 from relgate.core.record import record
 from relgate.ledger.gitfacts import start_git_facts
@@ -118,7 +119,7 @@ def run_signoff(ws: Workspace, *, out_dir: Path | None = None, out: TextIO = sys
 def _print(s: Signoff, out_dir: Path, out: TextIO) -> None:
     width = max((len(r.item.id) for r in s.items), default=4)
     for r in s.items:
-        print(f"{r.item.id:<{width}}  {r.status:<14}  {r.reason}", file=out)
+        print(f"{r.item.id:<{width}}  {r.status:<14}  {inert(r.reason)}", file=out)  # a reason from an older ledger
     verdict = "complete" if s.complete else f"incomplete ({len(s.open_items)} open"
     verdict += "" if s.complete else (", dirty tree)" if s.candidate.dirty else ")")
     print(f"sign-off of {s.project} {s.version} at {s.candidate.commit[:12]}: {verdict}", file=out)
@@ -170,10 +171,10 @@ def write_changelog(ws: Workspace, result: SignoffResult, out: TextIO = sys.stdo
     version = checklist.release.version
     if not version:
         raise InputError("--changelog: no version to put the section under (project.version or release.version)")
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"{display_path(path)}: cannot read: {exc.strerror or exc}") from None
+    try:  # a FIFO or a device where the changelog should be: refused, never waited on
+        text = read_user_file(path, what="the changelog", line_limit=None).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{display_path(path)}: not UTF-8 (byte {exc.start})") from None
     try:
         new = insert_section(text, version, section)
     except InputError as exc:
