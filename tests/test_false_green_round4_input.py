@@ -295,3 +295,29 @@ def test_a_fifo_manifest_is_refused_not_read(project: Project) -> None:
     done = project.relgate("check", timeout=120)
     assert done.returncode == 2 and "a FIFO (named pipe), not a file" in done.stderr, done.stdout + done.stderr
     git(project.root, "status")  # the repository is untouched
+
+
+@pytest.mark.parametrize("text", [
+    "**Verdict: complete.**", "a | b", "<script>x</script>", "[x](javascript:y)", "`code`", "# 9.9.9", "x\\|y",
+    "line\nbreak", "cr\rhere", "esc\x1b[31m", "bidi\u202eltr", "tab\there", "nel\x85x", "sep\u2028x",
+])
+def test_the_rule_leaves_no_markup_and_no_control_character(text: str) -> None:
+    """core/text: md() text holds no unescaped Markdown markup and no character that starts a
+    line, a cell or an escape; inert() shows the control characters; code() is one code span."""
+    import re
+
+    from relgate.core.text import UNSAFE, code, inert, line_problem, md
+
+    for shown in (md(text), inert(text), code(text)):
+        assert UNSAFE.search(shown) is None and "\n" not in shown, shown
+    shown = md(text)
+    for m in re.finditer(r"[*|<>\[\]`#_]", shown):  # every markup character escaped: an odd run of \ before it
+        run = len(shown[: m.start()]) - len(shown[: m.start()].rstrip("\\"))
+        assert run % 2 == 1, (shown, m.start())
+    if UNSAFE.search(text):
+        assert line_problem(text) is not None and inert(text) != text
+    else:
+        assert line_problem(text) is None and inert(text) == text
+    span = code(text)
+    fence = re.match(r"`+", span).group()
+    assert span.endswith(fence) and fence not in span[len(fence):-len(fence)]  # one code span, never closed early

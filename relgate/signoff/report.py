@@ -113,12 +113,12 @@ def _summary_line(tail: str | None) -> str | None:
     return lines[-1] if lines else None
 
 
-_PIPE = re.compile(r"(?<!\\)\|")
+_PIPE = re.compile(r"(?<!\\)((?:\\\\)*)\|")  # a pipe after an even run of backslashes is a cell border
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     def cell(text: str) -> str:
-        return _PIPE.sub(r"\\|", inert(text))  # a pipe md() escaped already stays one escape
+        return _PIPE.sub(r"\1\\|", inert(text))  # a pipe md() escaped already stays one escape
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return out
