@@ -212,3 +212,17 @@ def test_the_callers_environment_is_part_of_the_reuse_key(tinyinfer: Project) ->
         envs = [r.env for r in ledger.steps() if r.step == "release-cpu"]
     assert all(len(e.get("(caller environment sha256)", "")) == 64 for e in envs)
     assert "-O0" not in json.dumps(envs)  # a hash, never the values
+
+
+def test_a_metric_dropped_from_the_manifest_is_missing_not_a_pass(project: Project, tmp_path: Path) -> None:
+    """The previous release measured gen_tps; the candidate's manifest no longer names it: the
+    metric of the previous release went unmeasured, which is no pass."""
+    _release(project, tmp_path)
+    (project.manifests / "measurements.toml").write_text(
+        SPEED.format().replace('gen_tps = "higher", ', ""))
+    cand = "ctx_tokens,prefill_tokens,prefill_tps,gen_tokens,kvcache_bytes\n512,512,1000,128,1048576\n" \
+           "4096,4096,800,128,8388608\n"  # no gen_tps column at all
+    _add(project, _csv(tmp_path, "c.csv", cand), "--candidate")
+    done = _ok(project.relgate("measure", "compare", "speed"), 1)
+    assert "gen_tps: a metric of the previous release that measure.speed.metrics no longer names" in done.stdout
+    assert _status(_signoff(project, 1))["speed"][0] == "missing"

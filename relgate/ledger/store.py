@@ -557,6 +557,12 @@ class Ledger:
         return [BatchRow(**{**dict(r), "dirty": bool(r["dirty"]), "metadata": json.loads(r["metadata"])})
                 for r in self._conn.execute(sql, args)]
 
+    def batch_metric_names(self, batch_id: int) -> list[str]:
+        """The metrics the batch's rows carry (every row carries the same ones), from its first row."""
+        row = self._conn.execute("SELECT metrics FROM measure_rows WHERE batch_id = ? ORDER BY rowid LIMIT 1",
+                                 (batch_id,)).fetchone()
+        return sorted(json.loads(row["metrics"])) if row is not None else []
+
     def batch_rows(self, batch_id: int) -> list[tuple[int, list[str], dict[str, Any], dict[str, str]]]:
         return [(r["run"], json.loads(r["key"]), json.loads(r["metrics"]), json.loads(r["metadata"]))
                 for r in self._conn.execute("SELECT * FROM measure_rows WHERE batch_id = ? ORDER BY rowid", (batch_id,))]

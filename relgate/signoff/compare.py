@@ -475,7 +475,10 @@ def compare_board(ledger: Ledger, spec: MeasureSpec, board: str, previous: Seque
     if not results:
         return BoardComparison(candidates=used, results=(),
                                not_measured="the candidate measured none of the previous release's rows", **common)
-    return BoardComparison(candidates=used, results=results, missing=coverage(spec, prevs, cands, results), **common)
+    dropped = [m for m in ledger.batch_metric_names(previous[-1].id) if m not in spec.metrics]
+    missing = (*(f"{m}: a metric of the previous release that measure.{spec.name}.metrics no longer names"
+                 for m in dropped), *coverage(spec, prevs, cands, results))
+    return BoardComparison(candidates=used, results=results, missing=missing, **common)
 
 
 def compare(ledger: Ledger, spec: MeasureSpec, *, project: str, counts: Callable[[str | None, bool], bool], boards: Sequence[str] = (),
