@@ -235,3 +235,17 @@ def test_a_symlinked_cargo_toml_leading_out_is_not_read(tmp_path: Path) -> None:
     done = relgate(root, "init", str(root), "--kind", "cargo", "--dry-run")
     assert done.returncode == 2 and "Cargo.toml leads to" in done.stderr, done.stdout + done.stderr
     assert "secretcrate" not in done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("shape", ["manifests-is-a-file", "gitignore-is-a-fifo"])
+def test_a_place_init_cannot_write_is_one_line_and_nothing_half_written(tmp_path: Path, shape: str) -> None:
+    root = _python_repo(tmp_path, '"ok"', '"1.0"')
+    if shape == "manifests-is-a-file":
+        (root / "manifests").write_text("not a folder\n")
+    else:
+        os.mkfifo(root / ".gitignore")
+    done = relgate(root, "init", str(root))
+    assert done.returncode == 2 and "Traceback" not in done.stderr, done.stdout + done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    if shape == "gitignore-is-a-fifo":
+        assert "not a regular file" in done.stderr and not (root / "manifests").exists()

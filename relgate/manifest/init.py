@@ -252,6 +252,9 @@ def write_plan(plan: InitPlan, *, force: bool = False) -> list[tuple[Path, str]]
     """Write the planned files; (path, "wrote" | "kept") each. An existing file is refused
     (nothing is written) unless ``force``; hosts/local.toml and noxfile.py are kept."""
     _stays_inside(plan.root, plan.manifests, [f.path for f in plan.files], bool(plan.gitignore))
+    ignore = plan.root / ".gitignore"
+    if plan.gitignore and ignore.exists() and not ignore.is_file():  # a FIFO would hang the append: before any write
+        raise InputError(f"{display_path(ignore)}: not a regular file: relgate init appends nothing to it")
     existing = [f.path for f in plan.files if f.path.exists() and not f.keep_existing]
     if existing and not force:
         raise InputError(f"{display_path(existing[0])}: exists; relgate init never overwrites a file "
@@ -262,15 +265,21 @@ def write_plan(plan: InitPlan, *, force: bool = False) -> list[tuple[Path, str]]
         if f.path.exists() and f.keep_existing and not force:
             done.append((f.path, "kept"))
             continue
-        f.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.path.with_name(f".{f.path.name}.relgate-init")
-        tmp.write_text(f.text, encoding="utf-8")
-        os.replace(tmp, f.path)
+        try:
+            f.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = f.path.with_name(f".{f.path.name}.relgate-init")
+            tmp.write_text(f.text, encoding="utf-8")
+            os.replace(tmp, f.path)
+        except OSError as exc:  # manifests/ is a file, a read-only folder, a full disk: one line
+            raise InputError(f"{display_path(f.path)}: cannot write: {exc.strerror or exc}") from None
         done.append((f.path, "wrote"))
     if plan.gitignore:  # appended, never rewritten
         ignore = plan.root / ".gitignore"
         text = ignore.read_text(encoding="utf-8", errors="replace") if ignore.is_file() else ""
-        with ignore.open("a", encoding="utf-8") as out:
-            out.write(("\n" if text and not text.endswith("\n") else "") + "\n".join(plan.gitignore) + "\n")
+        try:
+            with ignore.open("a", encoding="utf-8") as out:
+                out.write(("\n" if text and not text.endswith("\n") else "") + "\n".join(plan.gitignore) + "\n")
+        except OSError as exc:
+            raise InputError(f"{display_path(ignore)}: cannot append: {exc.strerror or exc}") from None
         done.append((ignore, "added " + " ".join(plan.gitignore) + " to"))
     return done
