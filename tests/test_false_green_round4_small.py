@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from conftest import Project
-from test_signoff import SPEED
 
 SECRETS = ("hunter2secret", "s3cr3tvalue99", "pw0rdInKwarg77")
 
@@ -43,15 +42,18 @@ run = "echo connecting to postgres://admin:hunter2secret@db.invalid/x; echo '{\\
 
 
 def test_a_measure_naming_no_target_is_refused_at_check(tinyinfer: Project) -> None:
-    (tinyinfer.manifests / "measurements.toml").write_text(SPEED.format().replace('target = "matvec-bench"',
-                                                                                  'target = "nope"'))
+    path = tinyinfer.manifests / "measurements.toml"
+    shipped = path.read_text()
+    assert shipped.count('target = "matvec-bench" ') == 1
+    path.write_text(shipped.replace('target = "matvec-bench" ', 'target = "nope" '))
     done = tinyinfer.relgate("check")
     assert done.returncode == 2, done.stdout + done.stderr
-    assert 'measurements.toml: measure.speed.target: no target "nope" with a lane' in done.stderr, done.stderr
-    fixed = SPEED.format().replace('target = "matvec-bench"', 'target = "matvec-bnech"')
-    (tinyinfer.manifests / "measurements.toml").write_text(fixed)
+    assert 'measurements.toml: measure.matvec.target: no target "nope" with a lane' in done.stderr, done.stderr
+    path.write_text(shipped.replace('target = "matvec-bench" ', 'target = "matvec-bnech" '))
     done = tinyinfer.relgate("check")
     assert done.returncode == 2 and 'did you mean "matvec-bench"' in done.stderr, done.stderr
+    path.write_text(shipped)
+    assert tinyinfer.relgate("check").returncode in (0, 1)  # the shipped file: no such problem
 
 
 @pytest.mark.parametrize("shape", ["directory", "dangling-symlink"])
