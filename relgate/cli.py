@@ -141,6 +141,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
     from relgate.stages import census, whole_plan
 
     ws = _load(args)
+    if ws.measurements is not None and ws.lanes is not None:  # a measure naming no target: found here, not at compare
+        from relgate.core.errors import ManifestError
+        from relgate.manifest.workspace import measure_target_problems
+
+        problems = measure_target_problems(ws.measurements, ws.lanes)
+        if problems:
+            raise ManifestError(problems)
     print(f"project {ws.project.name} {ws.project.version or '(no version)'} ({ws.project.kind}) at "
           f"{ws.project.root}")
     print(f"hosts: {', '.join(sorted(ws.hosts))}")

@@ -73,7 +73,9 @@ def _host_steps(ws: Workspace, *, names: Sequence[str]) -> list[PlannedStep]:
 
 # What a project of each kind needs a manifest for: without it, `nox -s host` says what it
 # skipped (a not-run step, which --require-all fails), never silence.
-_NEEDS_LANES = ("cargo",)  # the census of Cargo.toml's targets
+# The census of Cargo.toml's targets; of a Makefile's targets, which only a lanes file declares
+# (`relgate lane` is exit 2 without one: `nox -s host` says it too, as a not-run census).
+_NEEDS_LANES = ("cargo", "make")
 _NEEDS_BUILDS = ("cargo", "make")  # the warning-free release builds
 
 
@@ -281,6 +283,10 @@ def accept_evidence(ws: Workspace, *, release: str | None = None, commit: str | 
     """``relgate evidence accept``: this commit's clean captures become the release's baseline."""
     from relgate.evidence.baselines import accept
 
+    if release is not None:
+        from relgate.core.text import check_name
+
+        check_name(release, "evidence accept --release")
     facts = candidate_facts(ws)
     release = release or ws.project.version
     if release is None:

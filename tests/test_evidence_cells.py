@@ -478,7 +478,7 @@ def test_sorted_by_cell_not_by_joined_text(tmp_path: Path) -> None:
     diff_command(base, cand, as_json=False, out=out)
     assert out.getvalue().splitlines()[:2] == [
         "ONLY-CANDIDATE a / x / k | 1",
-        "ONLY-CANDIDATE a\x01 / x / k | 1",
+        "ONLY-CANDIDATE a\\x01 / x / k | 1",  # a control character is shown as its escape (issue 36)
     ]
 
 

@@ -45,7 +45,14 @@ _HEADER = LazyPattern(
     r"(?:(?:Bearer|Basic|Token|Digest|Negotiate|token)\s+)?)(?P<sep>)(?P<value>[^\s'\"]+)",
     re.IGNORECASE,
 )
-# Every name _INLINE and _HEADER can match holds one of these (lower case).
+# A quoted value after a secret-named key, as JSON, YAML, Python or a shell assignment write it:
+# "token": "VALUE", password="VALUE", 'api_key': 'VALUE', secret = 'VALUE'.
+_QUOTED = LazyPattern(
+    r"(?P<name>[\"']?[A-Za-z0-9_-]*(?:token|password|passwd|secret|key|credential|auth)[A-Za-z0-9_-]*[\"']?"
+    r"\s*[:=]\s*(?P<q>[\"']))(?P<sep>)(?P<value>[^\"'\s]+)(?=(?P=q))",
+    re.IGNORECASE,
+)
+# Every name _INLINE, _HEADER and _QUOTED can match holds one of these (lower case).
 _WORDS = ("token", "passw", "secret", "key", "credential", "auth", "cookie")
 _MIN_SECRET = 6  # shorter values ("1", "yes") would redact half of every log
 
@@ -111,6 +118,8 @@ def _hide(text: str) -> tuple[str, list[str]]:
     lower = text.lower()
     if not any(word in lower for word in _WORDS):
         return text, values
+    if ('"' in text or "'" in text) and (equals or colon):
+        text = _QUOTED.sub(lambda m: m[0] if m["value"] == MASK else mask(m), text)
     if equals:
         text = _INLINE.sub(mask, text)
     if colon:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
+from relgate.core.text import inert
 from relgate.evidence.cells import Cell, EvidenceDiff, label, redact_diff
 from relgate.evidence.stream import count_cells, diff_sorted, sorted_cells, write_sorted
 from relgate.ledger.identity import ProjectIdentity
@@ -167,7 +168,7 @@ class BoardReport:
         for kind, cell, detail in entries:
             why = self.intended.get(cell)
             tag = f"  [intentional: {why.reason}]" if why else ""
-            out.append(f"{kind} {label(cell)} | {detail}{tag}")
+            out.append(inert(f"{kind} {label(cell)} | {detail}{tag}", keep="\t"))  # a CR or ESC in a value: shown, inert
         d = self.diff
         out.append(f"{d.identical} identical, {len(d.moved)} moved, {len(d.only_base)} only in base, "
                    f"{len(d.only_candidate)} only in candidate"

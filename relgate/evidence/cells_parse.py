@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import gc
 import os
+import stat
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from collections.abc import Set as AbstractSet
@@ -18,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from relgate.core.errors import InputError
+from relgate.core.readers import MAX_INPUT_BYTES, MAX_LINE_BYTES, check_line_lengths, kind_of
 from relgate.core.record import record
 
 __all__ = ["Cell", "HEADER", "merge_captures", "parse_cells", "read_cells"]
@@ -309,11 +311,29 @@ def _cannot_read(path: Path, exc: OSError) -> InputError:
     return InputError(f"{path}: cannot read evidence file: {exc.strerror or exc}")
 
 
-def _read_bytes(path: Path) -> bytes:
+def _regular(path: Path) -> None:
+    """A capture is a regular file within :data:`MAX_INPUT_BYTES`: a FIFO or a device would hang
+    the read (or never end), a 2 GiB sparse file is refused from its size."""
     try:
-        return path.read_bytes()
+        st = os.stat(path)
     except OSError as exc:
         raise _cannot_read(path, exc) from None
+    if stat.S_ISDIR(st.st_mode):
+        raise InputError(f"{path}: is a directory, not an evidence file")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: {kind_of(st.st_mode)}, not an evidence file")
+    if st.st_size > MAX_INPUT_BYTES:
+        raise InputError(f"{path}: {st.st_size} bytes, over the {MAX_INPUT_BYTES}-byte limit of an evidence capture")
+
+
+def _read_bytes(path: Path) -> bytes:
+    _regular(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise _cannot_read(path, exc) from None
+    check_line_lengths(data, path, what="an evidence capture")
+    return data
 
 
 _BLOCK = 1 << 18  # bytes a capture is read in, for a diff of two files (256 KiB: 4 MiB less peak than 1 MiB, no slower)
@@ -333,6 +353,7 @@ class _Blocks:
         self.header = b""
         self._block = _BLOCK
         self._carry = b""  # what followed the last LF read: part of a line
+        _regular(path)
         try:
             self._handle = open(path, "rb")  # noqa: SIM115 (closed by close())
         except OSError as exc:
@@ -369,6 +390,9 @@ class _Blocks:
             if cut:
                 self._carry = data[cut:]
                 return _plain(data[:cut], first=False, last=False)
+            if len(data) > MAX_LINE_BYTES:  # a line with no end (a sparse file, a stream of NULs)
+                raise InputError(f"{self.path}: a line over the {MAX_LINE_BYTES}-byte line limit of an evidence "
+                                 "capture")
         return b""
 
     def first(self) -> bytes:

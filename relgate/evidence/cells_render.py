@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from relgate.core.errors import InputError
+from relgate.core.text import inert
 from relgate.evidence.cells_diff import EvidenceDiff, _diff_files
 from relgate.evidence.cells_parse import _FIELD_NAMES, HEADER, Cell
 from relgate.evidence.cells_secrets import redact_diff
@@ -122,6 +123,12 @@ def label(cell: Cell) -> str:
     return " / ".join(cell)
 
 
+def _shown(text: str) -> str:
+    """A cell's name or value on a console: a CR, an ANSI escape or a bidi control is shown as
+    its escape (``\\r``, ``\\x1b``), so that no value can rewrite the line or forge the summary."""
+    return inert(text, keep="\t")  # a tab inside a value is data, and rewrites nothing
+
+
 def render_diff(d: EvidenceDiff) -> Iterator[str]:
     """The text report, one line at a time (no line ends)::
 
@@ -134,13 +141,13 @@ def render_diff(d: EvidenceDiff) -> Iterator[str]:
     the summary line is always last.
     """
     for cell, old, new in d.moved:
-        yield f"MOVED {label(cell)} | {old} -> {new}"
+        yield _shown(f"MOVED {label(cell)} | {old} -> {new}")
     for cell, value in d.only_base:
-        yield f"ONLY-BASE {label(cell)} | {value}"
+        yield _shown(f"ONLY-BASE {label(cell)} | {value}")
     for cell, value in d.only_candidate:
-        yield f"ONLY-CANDIDATE {label(cell)} | {value}"
+        yield _shown(f"ONLY-CANDIDATE {label(cell)} | {value}")
     for cell in d.redacted:
-        yield f"REDACTED {label(cell)} | the value is a secret: redacted, not compared"
+        yield _shown(f"REDACTED {label(cell)} | the value is a secret: redacted, not compared")
     yield (
         f"{d.identical} identical, {len(d.moved)} moved, "
         f"{len(d.only_base)} only in base, {len(d.only_candidate)} only in candidate"

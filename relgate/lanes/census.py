@@ -67,6 +67,8 @@ from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, S
 from pathlib import Path
 from typing import Any
 
+from relgate.core.errors import InputError
+from relgate.core.readers import read_user_file
 from relgate.core.record import record
 from relgate.manifest.lanes import LaneRef, LaneRow, LanesFile
 from relgate.manifest.schema import did_you_mean, display_path
@@ -407,9 +409,9 @@ def ignore_attribute(line: str) -> str | None:
 
 
 def _source_lines(path: Path) -> Iterator[tuple[int, str]]:
-    try:
-        text = path.read_bytes().decode("utf-8", errors="replace")
-    except OSError:
+    try:  # a FIFO or a device where a source file should be is read as nothing (never a hang)
+        text = read_user_file(path, what="a target's source", line_limit=None).decode("utf-8", errors="replace")
+    except InputError:
         return
     yield from enumerate(text.splitlines(), start=1)
 

@@ -23,6 +23,7 @@ import json
 import math
 import os
 import sqlite3
+import stat
 import sys
 import time
 from array import array
@@ -62,10 +63,35 @@ from relgate.ledger.schema import (  # noqa: F401
     _token,
 )
 
-__all__ = ["SCHEMA_VERSION", "Ledger", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON",
+__all__ = ["SCHEMA_VERSION", "Ledger", "DuplicateBatch", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON",
            "BatchRow", "DecisionRow"]
 
 UNFINISHED_REASON = "never finished: relgate stopped before the step ended"
+
+
+def _not_a_database(db: Path) -> None:
+    """A ledger path that is a directory, a dangling symlink or no regular file is named as it
+    is, with how to move it aside (not "cannot create the ledger home")."""
+    try:
+        st = os.lstat(db)
+    except OSError:
+        return  # absent (a new ledger), or its home is the problem: said where the home is made
+    what = None
+    if stat.S_ISLNK(st.st_mode):
+        target = os.readlink(db)
+        if not os.path.exists(db):
+            what = f"a symlink to {target}, which does not exist"
+        elif os.path.isdir(db):
+            what = f"a symlink to the directory {target}"
+        elif not os.path.isfile(db):
+            what = f"a symlink to {target}, which is not a regular file"
+    elif stat.S_ISDIR(st.st_mode):
+        what = "a directory"
+    elif not stat.S_ISREG(st.st_mode):
+        what = "not a regular file"
+    if what is not None:
+        raise InputError(f"{db}: {what}, not a ledger database; relgate writes nothing into it. Move it aside "
+                         f"(mv {db} {db}.moved) and run again to start a fresh ledger")
 
 
 def _now() -> str:
@@ -137,6 +163,14 @@ def _packed(rows: Sequence[tuple[int, Any, Any, Any]], keys: Sequence[str]
     return runs, width, {m: column.tobytes() for m, column in columns.items()}
 
 
+class DuplicateBatch(InputError):
+    """:meth:`Ledger.add_batch` with ``once``: these bytes are batch ``existing`` already."""
+
+    def __init__(self, existing: int, source: str) -> None:
+        self.existing, self.source = existing, source
+        super().__init__(f"batch #{existing} holds these runs already ({source})")
+
+
 @_sqlite_errors_reported
 class Ledger:
     """A connection to the ledger database under ``home``; use :meth:`open`."""
@@ -158,6 +192,7 @@ class Ledger:
         after an unclean shutdown, a write by anything else, or with ``check`` (on demand)."""
         home = Path(home)
         db = home / "ledger.sqlite3"
+        _not_a_database(db)
         try:
             home.mkdir(parents=True, exist_ok=True)
             if not db.exists():
@@ -494,13 +529,25 @@ class Ledger:
         return [EvidenceRow(**{**dict(r), "dirty": bool(r["dirty"])}) for r in self._conn.execute(sql, args)]
 
     # -- sign-off: measurement batches and decisions ---------------------------------------
-    def add_batch(self, batch: Mapping[str, Any], rows: Sequence[tuple[int, Any, Any, Any]]) -> int:
-        """One batch (the ``measure_batches`` columns) and its rows ``(run, key, metrics, metadata)``, at once."""
+    def add_batch(self, batch: Mapping[str, Any], rows: Sequence[tuple[int, Any, Any, Any]], *,
+                  once: bool = False) -> int:
+        """One batch (the ``measure_batches`` columns) and its rows ``(run, key, metrics, metadata)``, at once.
+        ``once``: a batch of the same bytes (``sha256``) for the same project, measure, side, board,
+        release and commit is refused with :class:`DuplicateBatch` — looked for inside the write
+        transaction, so that of several processes adding the same file at once exactly one records it."""
         cols = ("project", "measure", "kind", "side", "release", "commit_sha", "dirty", "board", "host", "metadata",
                 "warmup", "run_id", "source", "sha256", "path")
         values = [json.dumps(batch[c], sort_keys=True) if c == "metadata" else batch.get(c) for c in cols]
         values[cols.index("dirty")] = int(bool(batch.get("dirty")))
         with self._tx():
+            if once:
+                same = self._conn.execute(
+                    "SELECT * FROM measure_batches WHERE project = ? AND measure = ? AND sha256 IS ? AND side IS ?"
+                    " AND board IS ? AND release IS ? AND commit_sha IS ? ORDER BY id LIMIT 1",
+                    tuple(batch.get(c) for c in ("project", "measure", "sha256", "side", "board", "release",
+                                                 "commit_sha"))).fetchone()
+                if same is not None:
+                    raise DuplicateBatch(int(same["id"]), str(same["source"] or ""))
             cur = self._conn.execute(f"INSERT INTO measure_batches ({', '.join(cols)}, created) VALUES"
                                      f" ({', '.join('?' * len(cols))}, ?)", (*values, _now()))
             batch_id = int(cur.lastrowid)
@@ -525,6 +572,12 @@ class Ledger:
         args = (project, measure) if measure else (project,)
         return [BatchRow(**{**dict(r), "dirty": bool(r["dirty"]), "metadata": json.loads(r["metadata"])})
                 for r in self._conn.execute(sql, args)]
+
+    def batch_metric_names(self, batch_id: int) -> list[str]:
+        """The metrics the batch's rows carry (every row carries the same ones), from its first row."""
+        row = self._conn.execute("SELECT metrics FROM measure_rows WHERE batch_id = ? ORDER BY rowid LIMIT 1",
+                                 (batch_id,)).fetchone()
+        return sorted(json.loads(row["metrics"])) if row is not None else []
 
     def batch_rows(self, batch_id: int) -> list[tuple[int, list[str], dict[str, Any], dict[str, str]]]:
         return [(r["run"], json.loads(r["key"]), json.loads(r["metrics"]), json.loads(r["metadata"]))

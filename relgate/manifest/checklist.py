@@ -204,10 +204,10 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
         item_boards = tuple(c.string_list(t, prefix, "boards")) if "boards" in t else None
         _check_names(c, f"{prefix}.boards", item_boards or (), release_boards, "board",
                      "an item's boards are boards of the release: release.boards or release.backend_boards")
-        not_validated = c.get(t, prefix, "not_validated", str)
+        not_validated = c.line(t, prefix, "not_validated")
         if not_validated is not None and not not_validated.strip():
             c.problem(f"{prefix}.not_validated", "must hold the text the release notes carry")
-        items.append(ChecklistItem(id=item_id, title=c.get(t, prefix, "title", str, ""), auto=auto,
+        items.append(ChecklistItem(id=item_id, title=c.line(t, prefix, "title", ""), auto=auto,
                                    targets=tuple(c.string_list(t, prefix, "targets")), applies=applies,
                                    not_validated=not_validated,
                                    boards=item_boards))
@@ -225,7 +225,7 @@ def parse_checklist(data: Mapping[str, Any], *, path: Path, version: str = "", c
             c.problem(f"release.tag_requires[{j}]", f'"{item_id}" is not a manual item (a person attests it)')
     # no changelog, no default notes file: the sign-off never names one that does not exist
     notes = tuple(c.string_list(rel, "release", "notes")) if "notes" in rel else ((changelog,) if changelog else ())
-    release_version = c.get(rel, "release", "version", str, version) or version  # checked before the raise
+    release_version = c.line(rel, "release", "version", version) or version  # checked before the raise
     c.raise_if_problems()
     return ChecklistSpec(release=ReleaseSpec(version=release_version,
                                              boards=boards, backends=backends, notes=notes,

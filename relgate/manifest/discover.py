@@ -18,14 +18,17 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path, PurePosixPath
 from typing import Any
 
 from relgate.core.errors import InputError
+from relgate.core.noexec import available, no_spawn_no_write
 from relgate.core.record import record
-from relgate.manifest.pyfacts import BuildFacts, TestDeps
 from relgate.manifest.make_db import MakeDatabase, parse_database
-from relgate.manifest.schema import Checker, display_path, read_toml
+from relgate.manifest.pyfacts import BuildFacts, TestDeps
+from relgate.manifest.repo_paths import inside
+from relgate.manifest.schema import NAME, Checker, display_path, read_toml
 
 __all__ = ["CargoFacts", "CargoTarget", "MakeFacts", "PythonFacts", "detect_kinds", "read_cargo", "read_make",
            "read_python", "make_targets_of", "gpu_features"]
@@ -74,14 +77,14 @@ _TARGET_KINDS = ("test", "bench", "example", "bin")
 def read_cargo(root: Path, *, cargo: str | None = None) -> CargoFacts:
     """The crate at ``root``: ``cargo metadata`` where cargo is installed, else Cargo.toml."""
     root = Path(root).resolve()
-    cargo_toml = root / "Cargo.toml"
+    cargo_toml = inside(root, root / "Cargo.toml", "Cargo.toml")
     from relgate.manifest.cargo import cargo_features, discover_cargo_targets, package_version
 
     declared = discover_cargo_targets(cargo_toml)  # also harness = false, which metadata does not carry
     harness = {(t.kind, t.name): t.harness for t in declared}
     exe = cargo or shutil.which("cargo")
     if exe:
-        meta = _cargo_metadata(exe, root)
+        meta = _cargo_metadata(exe, root, _toolchain_env(exe))
         pkg = next((p for p in meta.get("packages", []) if Path(p.get("manifest_path", "")) == cargo_toml), None)
         if pkg is None:
             raise InputError(f"{display_path(cargo_toml)}: cargo metadata lists no package (a virtual workspace "
@@ -141,10 +144,47 @@ def gpu_features(table: dict[str, list[str]], features: tuple[str, ...]) -> tupl
     return tuple(f for f in features if gpu(f))
 
 
-def _cargo_metadata(exe: str, root: Path) -> dict[str, Any]:
+def _toolchain_env(exe: str) -> dict[str, str]:
+    """The toolchain relgate found, pinned for ``cargo metadata`` in the repository: rustup
+    asked from outside the repository (so that its ``rust-toolchain.toml`` — which may name a
+    ``path`` inside the repository — is not read), the answer given as ``RUSTUP_TOOLCHAIN``
+    (it outranks the toolchain file), ``RUSTC`` the resolved rustc (it outranks a
+    ``.cargo/config.toml``'s ``build.rustc``), and no rustc wrapper."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RUSTC_WRAPPER", "RUSTC_WORKSPACE_WRAPPER")}
+    env.update(RUSTC_WRAPPER="", RUSTC_WORKSPACE_WRAPPER="")
+    rustup = shutil.which("rustup", path=str(Path(exe).parent)) or shutil.which("rustup")
+    neutral = Path(tempfile.gettempdir())
+    if rustup is not None and Path(os.path.realpath(exe)).name.startswith("rustup"):
+        def ask(*args: str) -> str:
+            try:
+                done = subprocess.run([rustup, *args], cwd=neutral, capture_output=True, text=True, timeout=60,
+                                      stdin=subprocess.DEVNULL, env=env)
+            except (OSError, subprocess.TimeoutExpired):
+                return ""
+            return done.stdout.strip() if done.returncode == 0 else ""
+
+        active = ask("show", "active-toolchain").split()
+        if not active:
+            raise InputError("cargo metadata: rustup names no active toolchain outside the repository; relgate init "
+                             "runs cargo only with the toolchain it found (rustup default stable)")
+        env["RUSTUP_TOOLCHAIN"] = active[0]
+        cargo, rustc = ask("which", "cargo"), ask("which", "rustc")
+        if cargo:
+            env["RELGATE_CARGO"] = cargo
+        if rustc:
+            env["RUSTC"] = rustc
+    elif "RUSTC" not in env and shutil.which("rustc"):
+        env["RUSTC"] = os.path.realpath(shutil.which("rustc") or "rustc")
+    return env
+
+
+def _cargo_metadata(exe: str, root: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    env = dict(env if env is not None else os.environ)
+    exe = env.pop("RELGATE_CARGO", exe)
     argv = [exe, "metadata", "--no-deps", "--format-version", "1", "--offline"]
     try:
-        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=120)
+        done = subprocess.run(argv, cwd=root, capture_output=True, text=True, timeout=120, env=env,
+                              stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InputError(f"{display_path(root / 'Cargo.toml')}: cargo metadata did not run: {exc}") from None
     if done.returncode != 0:
@@ -178,6 +218,11 @@ class MakeFacts:
     database: MakeDatabase | None = None  # the rules and variables (relgate.manifest.make_db)
 
 
+#: Seconds make may take to print its database (a Makefile that reads a FIFO waits no longer).
+MAKE_TIMEOUT = 60
+#: The address space make may use while it prints its database.
+MAKE_MEMORY = 2 << 30
+
 _DEFAULT_GOAL = re.compile(r"^\.DEFAULT_GOAL :?= (\S+)\s*$", re.M)
 
 
@@ -189,18 +234,37 @@ def read_make(root: Path, *, make: str | None = None) -> MakeFacts:
     if exe is None:
         raise InputError(f"{display_path(root / makefile)}: make is not on PATH (relgate init reads the "
                          "Makefile's rule database with make -pRrq)")
-    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")}
-    try:
+    inside(root, root / makefile, "the Makefile")
+    if not available():
+        raise InputError(f"{display_path(root / makefile)}: relgate init reads a Makefile with make only where it can "
+                         "keep make from running anything ($(shell …), the remaking of included files): Linux on "
+                         "x86_64 or aarch64; write the manifests by hand here")
+    env = {k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "GNUMAKEFLAGS")}
+    try:  # started without stdin (`include /dev/stdin` reads nothing), confined: it starts and writes nothing
         done = subprocess.run([exe, "-pRrq", "-f", makefile, ":"], cwd=root, capture_output=True, text=True,
-                              timeout=120, env={**env, "LC_ALL": "C"})
+                              timeout=MAKE_TIMEOUT, env={**env, "LC_ALL": "C"}, stdin=subprocess.DEVNULL,
+                              preexec_fn=_confined_make, errors="replace")
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise InputError(f"{display_path(root / makefile)}: make -pRrq did not run: {exc}") from None
+    if done.returncode == 126 and not done.stdout:
+        raise InputError(f"{display_path(root / makefile)}: make could not be confined (seccomp refused): "
+                         "relgate init does not read this Makefile with make")
     if "# Make data base" not in done.stdout:
         last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
         raise InputError(f"{display_path(root / makefile)}: make -pRrq printed no rule database: {last}")
     goal = _DEFAULT_GOAL.search(done.stdout)
     return MakeFacts(makefile=makefile, targets=tuple(make_targets_of(done.stdout, root)),
                      default_goal=goal.group(1) if goal else None, database=parse_database(done.stdout))
+
+
+def _confined_make() -> None:
+    """``preexec_fn`` of ``make -pRrq``: bounded memory and CPU (an `include /dev/zero` reads
+    forever), then no process and no file written (:func:`no_spawn_no_write`)."""
+    import resource
+
+    resource.setrlimit(resource.RLIMIT_AS, (MAKE_MEMORY, MAKE_MEMORY))
+    resource.setrlimit(resource.RLIMIT_CPU, (MAKE_TIMEOUT, MAKE_TIMEOUT + 5))
+    no_spawn_no_write()
 
 
 def make_targets_of(database: str, root: Path) -> list[str]:
@@ -244,6 +308,17 @@ def make_targets_of(database: str, root: Path) -> list[str]:
     return sorted(out)
 
 
+def pep440_problem(version: str) -> str | None:
+    """Why ``version`` is no PEP 440 version (None: it is one), as packaging reads it."""
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        Version(version)
+    except InvalidVersion:
+        return "is not a PEP 440 version (e.g. 1.2.0, 1.2.0rc1, 1.2.0.post1): pip and the package index refuse it"
+    return None
+
+
 # --- python --------------------------------------------------------------------------------
 
 
@@ -262,14 +337,19 @@ class PythonFacts:
 
 def read_python(root: Path) -> PythonFacts:
     root = Path(root).resolve()
-    path = root / "pyproject.toml"
+    path = inside(root, root / "pyproject.toml", "pyproject.toml")
     data = read_toml(path)
     c = Checker(path)
     project = c.get(data, "", "project", dict, {})
     name = c.get(project, "project", "name", str)
     if not name:
         raise InputError(f"{display_path(path)}: project.name: missing (relgate init reads the [project] table)")
-    version = c.get(project, "project", "version", str)
+    why = NAME.problem(name)
+    if why is not None:  # it becomes project.name, which check holds to the name rule
+        c.problem("project.name", f"{why}: relgate init cannot write it as a project name")
+    version = c.line(project, "project", "version")
+    if version is not None and (why := pep440_problem(version)) is not None:
+        c.problem("project.version", f'"{version}" {why}')
     extras = tuple(c.get(project, "project", "optional-dependencies", dict, {}))
     c.raise_if_problems()
     lock = next((n for n in ("requirements.lock", "requirements.txt") if (root / n).is_file()), None)

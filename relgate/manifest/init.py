@@ -39,6 +39,7 @@ from relgate.manifest.init_files import (
 )
 from relgate.manifest.keys import BUILTIN_LANES, PROJECT_KINDS
 from relgate.manifest.reference import schema_comment
+from relgate.manifest.repo_paths import inside
 from relgate.manifest.schema import display_path
 
 __all__ = ["PlannedFile", "InitPlan", "plan_init", "read_repository", "write_plan", "pick_kind", "find_lanes_file",
@@ -96,13 +97,17 @@ def find_lanes_file(root: Path, skip: Path | None = None) -> Path | None:
     root = Path(root)
     first = root / "qual" / "lanes.toml"
     if first.is_file():
-        return first
+        return inside(root, first, "qual/lanes.toml")
     header = re.compile(r"""^\s*\[\s*(?:lanes|"lanes"|'lanes')\s*\]\s*(?:#.*)?$""", re.M)
     for folder in (root / "qual", root):
         for path in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
             if skip is not None and path.resolve().parent == skip.resolve():
                 continue
-            if path.name in ("Cargo.toml", "pyproject.toml"):
+            if path.name in ("Cargo.toml", "pyproject.toml") or not path.is_file():
+                continue
+            try:
+                inside(root, path, path.name)
+            except InputError:  # a symlink out of the repository (a shared rustfmt.toml): not read
                 continue
             try:
                 if header.search(path.read_text(encoding="utf-8", errors="replace")):
@@ -248,9 +253,42 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
     if not (root / "noxfile.py").exists():
         files.append(PlannedFile(path=root / "noxfile.py", keep_existing=True,
                                  text=NOXFILE.format(manifests=quote(Path(os.path.relpath(mdir, root)).as_posix()))))
+    for f in files:
+        _parses(f)
+    gitignore = _gitignore_missing(root, kind)
+    _stays_inside(root, mdir, [f.path for f in files], bool(gitignore))  # --dry-run refuses what init would
     return InitPlan(root=root, kind=kind, manifests=mdir, files=tuple(files), unassigned=tuple(unassigned),
                     stale=stale, lanes_file=lanes_file, source=reading.source, next_commands=_next_commands(root, mdir),
-                    gitignore=_gitignore_missing(root, kind))
+                    gitignore=gitignore)
+
+
+def _parses(f: PlannedFile) -> None:
+    """A generated manifest is TOML that parses: what could not be represented is refused here,
+    with one line, before anything is written (never a file that check refuses)."""
+    if f.path.suffix != ".toml":
+        return
+    import tomllib
+
+    try:
+        tomllib.loads(f.text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"{display_path(f.path)}: relgate init cannot write it: a name read from the repository "
+                         f"does not make valid TOML ({exc}); nothing was written") from None
+
+
+def _base_of(root: Path, manifests: Path, path: Path) -> Path:
+    """The folder a planned file must stay in: the repository, or a manifest folder a person
+    named outside it (``--manifests``) for that folder's files."""
+    if path.parent == manifests and root not in manifests.parents:
+        return manifests
+    return root
+
+
+def _stays_inside(root: Path, manifests: Path, paths: list[Path], gitignore: bool) -> None:
+    for path in paths:  # a symlinked manifests/, hosts/ or file leading out of its folder: refused
+        inside(_base_of(root, manifests, path), path, f"{path.name}'s path", verb="writes")
+    if gitignore:
+        inside(root, root / ".gitignore", ".gitignore", verb="writes")
 
 
 #: Lines that already keep nox's bytecode of the noxfile (``__pycache__/noxfile.*.pyc``) out.
@@ -261,7 +299,7 @@ _PYCACHE_IGNORED = ("__pycache__", "__pycache__/", "/__pycache__/", "**/__pycach
 def _gitignore_missing(root: Path, kind: str) -> tuple[str, ...]:
     """The ledger's home, the bytecode nox writes beside the noxfile it imports (a `git add -A`
     would commit it, and package_verify then finds it in the package), python's build output."""
-    ignore = root / ".gitignore"
+    ignore = inside(root, root / ".gitignore", ".gitignore")
     have = [line.strip() for line in ignore.read_text(encoding="utf-8", errors="replace").splitlines()] \
         if ignore.is_file() else []
     wanted = [w for w in (".relgate/",) if w not in have and "/" + w not in have]
@@ -285,8 +323,8 @@ def _next_commands(root: Path, mdir: Path) -> tuple[str, ...]:
 
 
 def _is_ours(noxfile: Path) -> bool:
-    try:
-        return "written by relgate init" in noxfile.read_text(encoding="utf-8", errors="replace")
+    try:  # a FIFO or a device there is no noxfile of ours (and is never read: it would wait)
+        return noxfile.is_file() and "written by relgate init" in noxfile.read_text(encoding="utf-8", errors="replace")
     except OSError:
         return False
 
@@ -294,6 +332,10 @@ def _is_ours(noxfile: Path) -> bool:
 def write_plan(plan: InitPlan, *, force: bool = False) -> list[tuple[Path, str]]:
     """Write the planned files; (path, "wrote" | "kept") each. An existing file is refused
     (nothing is written) unless ``force``; hosts/local.toml and noxfile.py are kept."""
+    _stays_inside(plan.root, plan.manifests, [f.path for f in plan.files], bool(plan.gitignore))
+    ignore = plan.root / ".gitignore"
+    if plan.gitignore and ignore.exists() and not ignore.is_file():  # a FIFO would hang the append: before any write
+        raise InputError(f"{display_path(ignore)}: not a regular file: relgate init appends nothing to it")
     existing = [f.path for f in plan.files if f.path.exists() and not f.keep_existing]
     if existing and not force:
         raise InputError(f"{display_path(existing[0])}: exists; relgate init never overwrites a file "
@@ -304,15 +346,21 @@ def write_plan(plan: InitPlan, *, force: bool = False) -> list[tuple[Path, str]]
         if f.path.exists() and f.keep_existing and not force:
             done.append((f.path, "kept"))
             continue
-        f.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = f.path.with_name(f".{f.path.name}.relgate-init")
-        tmp.write_text(f.text, encoding="utf-8")
-        os.replace(tmp, f.path)
+        try:
+            f.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = f.path.with_name(f".{f.path.name}.relgate-init")
+            tmp.write_text(f.text, encoding="utf-8")
+            os.replace(tmp, f.path)
+        except OSError as exc:  # manifests/ is a file, a read-only folder, a full disk: one line
+            raise InputError(f"{display_path(f.path)}: cannot write: {exc.strerror or exc}") from None
         done.append((f.path, "wrote"))
     if plan.gitignore:  # appended, never rewritten
         ignore = plan.root / ".gitignore"
         text = ignore.read_text(encoding="utf-8", errors="replace") if ignore.is_file() else ""
-        with ignore.open("a", encoding="utf-8") as out:
-            out.write(("\n" if text and not text.endswith("\n") else "") + "\n".join(plan.gitignore) + "\n")
+        try:
+            with ignore.open("a", encoding="utf-8") as out:
+                out.write(("\n" if text and not text.endswith("\n") else "") + "\n".join(plan.gitignore) + "\n")
+        except OSError as exc:
+            raise InputError(f"{display_path(ignore)}: cannot append: {exc.strerror or exc}") from None
         done.append((ignore, "added " + " ".join(plan.gitignore) + " to"))
     return done

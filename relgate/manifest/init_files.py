@@ -8,6 +8,7 @@ commented ``measurements.toml``, ``hosts/local.toml`` and the ``noxfile.py``.
 from __future__ import annotations
 
 import re
+import shlex
 from collections.abc import Sequence
 
 from relgate.core.record import record
@@ -34,7 +35,24 @@ class Reading:
 
 
 def quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """``text`` as a TOML basic string: backslash, quote and every control character escaped."""
+    out = text.replace("\\", "\\\\").replace('"', '\\"')
+    out = re.sub(r"[\x00-\x1f\x7f]", lambda m: _TOML_ESCAPES.get(m.group(), f"\\u{ord(m.group()):04x}"), out)
+    return '"' + out + '"'
+
+
+_TOML_ESCAPES = {"\b": "\\b", "\t": "\\t", "\n": "\\n", "\f": "\\f", "\r": "\\r"}
+
+
+def toml_key(name: str) -> str:
+    """``name`` as a TOML key: bare where TOML allows it, else quoted."""
+    return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else quote(name)
+
+
+def make_command(target: str) -> str:
+    """``make TARGET`` as a TOML string whose shell command names exactly ``target``."""
+    word = target if re.fullmatch(r"[A-Za-z0-9_.+@%/][A-Za-z0-9_.+@%/-]*", target) else shlex.quote(target)
+    return quote(f"make {'-- ' if target.startswith('-') else ''}{word}")
 
 
 def env_prefix(name: str) -> str:
@@ -154,7 +172,7 @@ def make_builds(facts: MakeFacts) -> str:
         lines.append(f"[release.{name}]")
         if clean:
             lines.append('clean = "make clean"')
-        lines.append(f"run = {quote('make ' + build.name)}")
+        lines.append(f"run = {make_command(build.name)}")
         if build.produces:
             lines.append("produces = [" + ", ".join(quote(p) for p in build.produces) + "]")
         if build.toolkits:

@@ -46,6 +46,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from relgate.core.errors import InputError, ManifestError
+from relgate.core.readers import read_user_file
 from relgate.core.record import record
 from relgate.manifest.keys import PACKAGE, WARNING_POLICIES
 from relgate.manifest.schema import Checker, display_path, read_toml
@@ -289,7 +290,8 @@ def load_package_manifest(manifests_dir: Path, project: ProjectSpec) -> PackageM
     if lock is not None:
         if not (project.root / lock).is_file():
             raise ManifestError([f"{display_path(path)}: publish.lock: {project.root / lock} does not exist"])
-        read_lock((project.root / lock).read_bytes(), shown=display_path(project.root / lock))
+        read_lock(read_user_file(project.root / lock, what="a lock file", line_limit=None),
+                  shown=display_path(project.root / lock))
     return manifest
 
 

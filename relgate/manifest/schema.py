@@ -12,13 +12,16 @@ import errno
 import math
 import os
 import re
+import stat
 import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from relgate.core.errors import InputError, ManifestError
+from relgate.core.readers import kind_of
 from relgate.core.record import record
+from relgate.core.text import line_problem
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -40,10 +43,19 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+#: The largest manifest (or lanes file) relgate reads.
+MAX_MANIFEST_BYTES = 16 << 20
+
+
 def read_text(path: Path, shown: str | None = None) -> str:
     """A UTF-8 file's text; every failure is an :class:`InputError` naming the file."""
     shown = shown or display_path(path)
     try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode) and not stat.S_ISDIR(st.st_mode):  # a FIFO would hang the read
+            raise InputError(f"{shown}: {kind_of(st.st_mode)}, not a file")
+        if st.st_size > MAX_MANIFEST_BYTES:
+            raise InputError(f"{shown}: {st.st_size} bytes, over the {MAX_MANIFEST_BYTES}-byte limit of a manifest")
         raw = Path(path).read_bytes()
     except FileNotFoundError:
         raise InputError(f"{shown}: no such file") from None
@@ -215,6 +227,17 @@ class Checker:
         if key in table and isinstance(table[key], str) and not value.strip():
             self.problem(_join(prefix, key), "must not be empty")
             return default
+        return value
+
+    def line(self, table: Mapping[str, Any], prefix: str, key: str, default: Any = None) -> Any:
+        """A string that reaches documents (a title, a version): one line, no control or bidi
+        character (:mod:`relgate.core.text`); else ``default``, problem noted."""
+        value = self.get(table, prefix, key, str, default)
+        if key in table and isinstance(table[key], str):
+            why = line_problem(table[key])
+            if why is not None:
+                self.problem(_join(prefix, key), f'"{printable(table[key][:60])}" {why}: one line of plain text')
+                return default
         return value
 
     def seconds(self, table: Mapping[str, Any], prefix: str, key: str, default: float | None = None, *,

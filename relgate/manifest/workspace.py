@@ -130,6 +130,23 @@ class Workspace:
         return next(h for h in self.hosts.values() if h.kind == "local")
 
 
+def measure_target_problems(measurements: Any, lanes: Any) -> list[str]:
+    """Every ``measure.NAME.target`` / ``quality.NAME.target`` names a target with a lane of
+    ``lanes``: found at ``check``, not first when ``compare`` runs it."""
+    from relgate.manifest.schema import did_you_mean
+
+    out = []
+    names = [t.name for t in lanes.targets if t.name]
+    assigned = lanes.assignments
+    for kind, specs in (("measure", measurements.measures), ("quality", measurements.quality)):
+        for name, spec in specs.items():
+            if not spec.target or (spec.target in names and spec.target in assigned):
+                continue
+            where = f"{display_path(measurements.source)}: {kind}.{name}.target"
+            out.append(f'{where}: no target "{spec.target}" with a lane{did_you_mean(spec.target, names)}')
+    return out
+
+
 def _pick(arg: Path | None, env: str | None, default: Path, base: Path) -> Path:
     if arg is not None:
         return Path(arg).resolve()

@@ -18,17 +18,22 @@ are restated here; tests/test_false_green_round3.py holds both to the same table
 from __future__ import annotations
 
 import os
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from itertools import repeat
 from pathlib import Path
 
+from relgate.core.readers import MAX_INPUT_BYTES, MAX_LINE_BYTES
 from relgate.core.record import record
 from relgate.core.redact import MASK, is_secret_key
 
 __all__ = ["CaptureCheck", "check_capture"]
 
 _CHUNK = 1 << 20
+#: The largest capture, and the longest line in one, stored as evidence (core/readers' limits).
+MAX_CAPTURE = MAX_INPUT_BYTES
+MAX_LINE = MAX_LINE_BYTES
 _EXPECTED = "expected suite<TAB>arm<TAB>key<TAB>value"
 _FIELDS = ("suite", "arm", "key")
 # Every key is_secret_key accepts holds one of these (lower case): a chunk without any is not split.
@@ -42,8 +47,13 @@ class CaptureCheck:
     error: str | None  # "FILE:LINE: malformed evidence row: …" or invalid UTF-8; nothing is stored then
 
 
+class _TooLong(Exception):
+    pass
+
+
 def _chunks(path: Path) -> Iterator[tuple[bytes, int]]:
-    """Whole lines, about ``_CHUNK`` bytes at a time, with the first one's line number."""
+    """Whole lines, about ``_CHUNK`` bytes at a time, with the first one's line number; a line
+    longer than :data:`MAX_LINE` raises :class:`_TooLong` (its line number)."""
     with open(path, "rb") as handle:
         lineno, carry = 1, b""
         while True:
@@ -55,6 +65,8 @@ def _chunks(path: Path) -> Iterator[tuple[bytes, int]]:
                 return
             cut = data.rfind(b"\n") + 1
             if not cut:
+                if len(data) > MAX_LINE:  # a line with no end: a sparse file, a stream of NULs
+                    raise _TooLong(lineno)
                 carry = data
                 continue
             data, carry = data[:cut], data[cut:]
@@ -98,10 +110,25 @@ def check_capture(path: Path, redact: Callable[[str], str], *, shown: str | None
     source = shown or str(path)
     cells = masked = 0
     changed = False
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        return CaptureCheck(cells=0, masked=0, error=f"{source}: not a regular file: not evidence")
+    if st.st_size > MAX_CAPTURE:
+        return CaptureCheck(cells=0, masked=0, error=(
+            f"{source}: {st.st_size} bytes, over the {MAX_CAPTURE}-byte limit of an evidence capture: not stored"))
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as out:
-            for data, lineno in _chunks(path):
+            chunks = _chunks(path)
+            while True:
+                try:
+                    data, lineno = next(chunks)
+                except StopIteration:
+                    break
+                except _TooLong as exc:
+                    return CaptureCheck(cells=cells, masked=masked, error=(
+                        f"{source}:{exc.args[0]}: a line over the {MAX_LINE}-byte line limit of an evidence "
+                        "capture: not stored"))
                 try:
                     text = data.decode("utf-8")
                 except UnicodeDecodeError as exc:

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from relgate.core.text import UNSAFE, inert
 from relgate.core.verdict import Verdict
 from relgate.ledger.store import StepRow
 from relgate.manifest.schema import display_path
@@ -138,6 +139,8 @@ def short_logs(paths: Sequence[Path | None]) -> tuple[list[str], str | None]:
 def render_table(header: Sequence[str], rows: Iterable[Sequence[str]]) -> list[str]:
     head = list(map(str, header))
     cells = [list(map(str, r)) for r in rows]  # (C-speed maps: a compare prints 15,000 rows)
+    if UNSAFE.search(" ".join(" ".join(r) for r in cells)):  # a CR or ESC in a cell: shown, inert (one search)
+        cells = [[inert(c) for c in r] for r in cells]
     widths = [max(map(len, col)) for col in zip(head, *cells)]
 
     def fmt(r: list[str]) -> str:

@@ -7,6 +7,7 @@ know where a command ran. Output is redacted before it reaches the sink or the t
 from __future__ import annotations
 
 import codecs
+import hashlib
 import math
 import os
 import signal
@@ -28,7 +29,7 @@ from relgate.run.hosts import Host
 
 __all__ = [
     "CommandRequest", "CommandResult", "LogSink", "FileSink", "Executor", "LocalExecutor",
-    "Interrupted", "LogWriteError", "TAIL_LINES", "kill_grace",
+    "Interrupted", "LogWriteError", "TAIL_LINES", "kill_grace", "VOLATILE_ENV", "ENV_DIGEST_KEY",
 ]
 
 TAIL_LINES = 40
@@ -174,6 +175,16 @@ def kill_grace(environ: Mapping[str, str] = os.environ) -> float:
     return value
 
 
+#: Variables that describe the caller's shell or terminal, not what a build or a test sees
+#: differently: left out of :attr:`LocalExecutor.env_digest`.
+VOLATILE_ENV = frozenset({"_", "PWD", "OLDPWD", "SHLVL", "PYTEST_CURRENT_TEST", "COLUMNS", "LINES", "TERM_SESSION_ID",
+                          "WINDOWID", "SSH_CLIENT", "SSH_CONNECTION", "SSH_TTY", "SSH_AUTH_SOCK", "TMUX_PANE",
+                          "OLDPWD", "RELGATE_HOME", "RELGATE_MANIFESTS", "RELGATE_HOSTS"})
+VOLATILE_PREFIXES = ("NOX_",)
+#: The step's recorded env holds the digest under this name (a name no variable can have).
+ENV_DIGEST_KEY = "(caller environment sha256)"
+
+
 class LocalExecutor:
     """Runs commands on this machine, each in its own process group (session), watched by
     a :class:`~relgate.run.guard.Guardian` so that no command outlives relgate."""
@@ -184,6 +195,21 @@ class LocalExecutor:
         self._grace = kill_grace(self._base_env)
         self._guardian = guardian(self._grace)
         self._stop: int | None = None  # the signal relgate was told to stop by (see interrupt)
+        self._digest: str | None = None
+
+    @property
+    def env_digest(self) -> str:
+        """The sha256 of the environment every command here inherits (relgate's caller's), less
+        what only describes the shell (:data:`VOLATILE_ENV`): part of the ``--reuse`` key, so that
+        ``CFLAGS=-O0 relgate host --reuse`` reuses no pass that ran without it. A hash: no value
+        (no secret) reaches the ledger."""
+        if self._digest is None:
+            digest = hashlib.sha256()
+            for name in sorted(self._base_env):
+                if name not in VOLATILE_ENV and not name.startswith(VOLATILE_PREFIXES):
+                    digest.update(f"{name}\0{self._base_env[name]}\0".encode("utf-8", "surrogateescape"))
+            self._digest = digest.hexdigest()
+        return self._digest
 
     def interrupt(self, signum: int) -> None:
         """relgate was told to stop (``signum``) while a thread other than the main one runs a

@@ -35,6 +35,7 @@ from relgate.manifest.specs import AllowRule
 from relgate.run.allowlist import allow_rules_step
 from relgate.run.capture import check_capture
 from relgate.run.executor import (
+    ENV_DIGEST_KEY,
     TAIL_LINES,
     CommandRequest,
     CommandResult,
@@ -291,6 +292,9 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     executor = bind(step) if bind is not None else placed
     host = executor.host
     row.update(host=host.name, board=host.board, driver=host.facts.driver, toolkit=host.facts.toolkit)
+    digest = getattr(executor, "env_digest", None)  # what reaches the command from relgate's caller
+    if isinstance(digest, str):
+        row["env"] = {**row["env"], ENV_DIGEST_KEY: digest}
     if reuse and step.action is None:  # an in-process check is cheap and reads files no commit pins
         board = getattr(executor, "planned_board", None)  # a cluster: the board the step asks for, any node
         earlier = ledger.reusable_pass(run_id=run_id, commit=facts.commit, session=session, step=step.name,

@@ -17,7 +17,7 @@ from relgate.evidence.baselines import board_key
 from relgate.ledger.store import DecisionRow, EvidenceRow, StepRow
 from relgate.manifest.checklist import ChecklistItem, ChecklistSpec
 from relgate.signoff.candidate import Candidate
-from relgate.signoff.compare import BLOCK, RERUN, UNDECIDED, Comparison
+from relgate.signoff.compare import BLOCK, PASS, SLOWER, Comparison
 from relgate.signoff.quality import QualityReport
 
 __all__ = ["STATUSES", "DONE", "ItemResult", "Facts", "evaluate_item", "evaluate", "describe"]
@@ -186,7 +186,7 @@ def _measure(facts: Facts, name: str, boards: Sequence[str]) -> tuple[str, str, 
     text = "; ".join(f"{board}: {v}" for board, v in verdicts)
     if any(v == BLOCK for _, v in verdicts):
         return "failed", text, ()
-    if any(v == RERUN or v.startswith(("not measured", UNDECIDED)) for _, v in verdicts):
+    if not all(v in (PASS, SLOWER) for _, v in verdicts):  # rerun, undecided, missing rows, not measured: open
         return "missing", text, ()
     return "passed", text, ()
 

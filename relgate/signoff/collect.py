@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TextIO
 
 from relgate.core.errors import InputError
+from relgate.core.readers import read_user_file
 from relgate.core.record import record
 from relgate.core.verdict import Verdict
 from relgate.evidence.baselines import board_key
@@ -121,7 +122,7 @@ def _template(ws: Workspace, spec: Spec) -> PlannedStep:
 
 def _output(outcome: StepOutcome, file: Path | None) -> bytes:
     if file is not None:
-        return file.read_bytes() if file.exists() else b""
+        return read_user_file(file, what="measurement rows") if file.exists() else b""
     if outcome.log_path is None:
         return b""
     lines = outcome.log_path.read_bytes().splitlines(keepends=True)

@@ -91,6 +91,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
     vs.add_argument("file", type=Path, metavar="FILE")
     vs.add_argument("--allowed-signers", type=Path, required=True, metavar="FILE")
     vs.add_argument("--signature", type=Path, metavar="FILE.sig", help="default: FILE.sig")
+    vs.add_argument("--commit", metavar="SHA", help="the commit the sign-off must stand for")
 
 
 def _measure(args: argparse.Namespace, load: Loader) -> int:
@@ -183,7 +184,8 @@ def _tag(args: argparse.Namespace, load: Loader) -> int:
 def _verify(args: argparse.Namespace, load: Loader) -> int:
     from relgate.signoff.tag import verify_signoff
 
-    return verify_signoff(args.file, allowed_signers=args.allowed_signers, signature=args.signature)
+    return verify_signoff(args.file, allowed_signers=args.allowed_signers, signature=args.signature,
+                          commit=args.commit)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace, Loader], int]] = {

@@ -26,6 +26,7 @@ batch, or whose batches were measured with other metadata, is ``not measured: wh
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
@@ -40,12 +41,14 @@ from relgate.signoff.power import sigma_of_runs
 from relgate.signoff.suite import SUITE_KEY, references, suite_rows, suite_runs
 from relgate.signoff.stats import Shift, _achieved, _logs_or_scaled, critical, decide, hl_ratio, wrong_way_samples
 
-__all__ = ["PASS", "RERUN", "SLOWER", "BLOCK", "UNDECIDED", "Samples", "Medians", "samples", "medians",
+__all__ = ["PASS", "RERUN", "SLOWER", "BLOCK", "UNDECIDED", "MISSING", "compared", "coverage", "missing_verdict",
+           "Samples", "Medians", "samples", "medians",
            "MetricResult", "NoiseFloor", "BoardComparison", "Comparison", "compare", "compare_board", "exit_code",
            "wrong_way", "judge", "Judgement", "noise_of", "judge_board", "row_tests", "result_fields", "single_bound",
            "EXIT_PASS", "EXIT_BLOCK", "EXIT_RERUN", "EXIT_UNDECIDED"]
 
 PASS, RERUN, SLOWER, BLOCK, UNDECIDED = "pass", "rerun", "slower", "block", "undecided"
+MISSING = "missing"  # a board whose candidate left rows or metrics of the previous release unmeasured
 Key = tuple[str, ...]
 POINT_NOTE = "1 run a side: point estimate, no interval"
 
@@ -317,6 +320,7 @@ class BoardComparison:
     row_sigma: float | None = None  # run-to-run noise (σ of the logs) of a typical row: the median row's
     suite_sigma: float | None = None  # … of the suite's per-run values (the largest over metrics)
     run_seconds: float | None = None  # the median time of one measuring run (None: not measured here)
+    missing: tuple[str, ...] = ()  # rows × metrics of the previous release the candidate did not measure (why)
 
     @property
     def verdict(self) -> str:
@@ -327,6 +331,8 @@ class BoardComparison:
         if self.not_measured is not None:
             return f"not measured: {self.not_measured}"
         words = {r.verdict for r in (*self.results, *self.suite)}
+        if self.missing and BLOCK not in words:
+            return missing_verdict(self.missing)
         for w in (BLOCK, RERUN, SLOWER):
             if w in words:
                 return w
@@ -372,15 +378,54 @@ EXIT_PASS, EXIT_BLOCK, EXIT_RERUN, EXIT_UNDECIDED = 0, 1, 3, 4
 
 
 def exit_code(comparisons: Iterable[Comparison]) -> int:
-    """0 nothing blocks, needs a rerun or stays undecided (pass, slower); 1 something blocks;
-    3 a rerun is needed (and nothing blocks); 4 a board stays undecided after max_batches
-    (nothing blocks or needs a rerun): open, not a regression."""
+    """0 nothing blocks, needs a rerun or stays undecided (pass, slower); 1 something blocks, or a
+    board is missing rows or was not measured (a compare that compared nothing is no pass); 3 a
+    rerun is needed (and nothing blocks); 4 a board stays undecided after max_batches (nothing
+    blocks or needs a rerun): open, not a regression."""
+    comparisons = list(comparisons)
     words = set().union(*(c.verdicts for c in comparisons))
-    if BLOCK in words:
+    if not comparisons or not words or BLOCK in words or not all(compared(w) for w in words):
         return EXIT_BLOCK
     if RERUN in words:
         return EXIT_RERUN
     return EXIT_UNDECIDED if any(w.startswith(UNDECIDED) for w in words) else EXIT_PASS
+
+
+def compared(verdict: str) -> bool:
+    """Whether a board's verdict is a judgement of every row (not ``not measured: …``, not ``missing: …``)."""
+    return verdict in (PASS, SLOWER, RERUN, BLOCK) or verdict.startswith(UNDECIDED)
+
+
+def missing_verdict(missing: Sequence[str]) -> str:
+    shown = "; ".join(missing[:3]) + (f"; … {len(missing) - 3} more" if len(missing) > 3 else "")
+    return (f"{MISSING}: {len(missing)} row × metric{'s' if len(missing) != 1 else ''} of the previous release "
+            f"not validly measured for the candidate ({shown}); measure them, or skip the item with a reason")
+
+
+def coverage(spec: MeasureSpec, previous: Sequence[Samples], candidates: Sequence[Samples],
+             results: Sequence[MetricResult]) -> tuple[str, ...]:
+    """Every row and metric of the previous release that has no verdict for the candidate (a row
+    that vanished or was renamed, a metric it lacks), or whose values are no valid time or rate
+    (``lower``/``higher``: above 0 and finite): each ``"row metric: why"``."""
+    judged = {(r.key, r.metric) for r in results}
+    out: list[str] = []
+    keys: dict[Key, None] = {}
+    for p in previous:
+        keys.update(dict.fromkeys(p.values))
+    for key in keys:
+        label = " ".join(f"{c}={v}" for c, v in zip(spec.key, key)) or "(one row)"
+        for metric, direction in spec.metrics.items():
+            before = [v for p in previous for v in (p.values.get(key) or {}).get(metric, ())]
+            after = [v for c in candidates for v in (c.values.get(key) or {}).get(metric, ())]
+            if not before:
+                continue
+            bad = [v for v in (*before, *after) if not math.isfinite(v) or (direction != "equal" and v <= 0)]
+            if bad:
+                out.append(f"{label} {metric}: the value {bad[0]:g} is no valid "
+                           f"{'number' if direction == 'equal' else 'time or rate (above 0, finite)'}")
+            elif (key, metric) not in judged:
+                out.append(f"{label} {metric}: not measured for the candidate (the row vanished or was renamed)")
+    return tuple(out)
 
 
 def _metadata_difference(spec: MeasureSpec, previous: Samples, candidate: Samples) -> str | None:
@@ -576,7 +621,10 @@ def compare_board(ledger: Ledger, spec: MeasureSpec, board: str, previous: Seque
     if not judged["results"]:
         return BoardComparison(candidates=used, results=(),
                                not_measured="the candidate measured none of the previous release's rows", **common)
-    return BoardComparison(candidates=used, **judged, **common)
+    dropped = [m for m in ledger.batch_metric_names(previous[-1].id) if m not in spec.metrics]
+    missing = (*(f"{m}: a metric of the previous release that measure.{spec.name}.metrics no longer names"
+                 for m in dropped), *coverage(spec, prevs, cands, judged["results"]))
+    return BoardComparison(candidates=used, missing=missing, **judged, **common)
 
 
 def run_seconds(ledger: Ledger, spec: MeasureSpec, batches: Sequence[BatchRow]) -> float | None:

@@ -11,6 +11,7 @@ from typing import TextIO
 
 from relgate.core.errors import InputError
 from relgate.core.redact import redact_text
+from relgate.core.text import check_line
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
@@ -50,7 +51,16 @@ def _record(ws: Workspace, item: ChecklistItem, *, kind: str, by: str | None, no
     return facts.commit, row
 
 
+def _typed(by: str | None, note: str | None, note_option: str = "--note") -> None:
+    """The input rule (:mod:`relgate.core.text`): what a person types reaches signoff.md and the changelog."""
+    if by is not None:
+        check_line(by, "--by", max_length=200)
+    if note is not None:
+        check_line(note, note_option)
+
+
 def attest(ws: Workspace, item_id: str, *, by: str, note: str | None = None, out: TextIO = sys.stdout) -> int:
+    _typed(by, note)
     item = item_of(ws, item_id)
     if not by.strip():
         raise InputError("attest: --by names the person who attests")
@@ -64,6 +74,7 @@ def attest(ws: Workspace, item_id: str, *, by: str, note: str | None = None, out
 
 def skip(ws: Workspace, item_id: str, *, reason: str | None, by: str | None = None, not_validated: bool = False,
          out: TextIO = sys.stdout) -> int:
+    _typed(by, reason, "--reason")
     item = item_of(ws, item_id)
     if not_validated:
         if item.not_validated is None:
@@ -83,6 +94,7 @@ def manual_run(ws: Workspace, command: Sequence[str], *, item_id: str | None, no
                by: str | None = None, argv: Sequence[str] = (), out: TextIO = sys.stdout) -> RunSummary:
     """A manual run as a ledger step (commit, dirty, host facts, command, complete log, exit),
     linked to ``item_id`` when given."""
+    _typed(by, note)
     if not command:
         raise InputError("run: name the command after --, e.g. relgate run --item ITEM -- ./build/engine --ctx 4096")
     item = item_of(ws, item_id) if item_id else None

@@ -73,12 +73,14 @@ def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None =
                             known=ledger.project_commits(project=project))
         if cand.dirty:
             print("the tree is dirty: batches measured from it do not count (commit, then measure)", file=out)
+        if board is not None:
+            known_board(ledger, project, specs, board)
         for spec in specs:
             boards = [board] if board else ()
             if isinstance(spec, QualitySpec):
                 rep = check_quality(ledger, spec, project=project, counts=cand.counts, boards=boards)
                 print_quality(rep, out)
-                broken |= any(b.verdict == BLOCK for b in rep.boards)
+                broken |= any(b.verdict == BLOCK or b.not_measured is not None for b in rep.boards) or not rep.boards
                 continue
             comp = compare(ledger, spec, project=project, counts=cand.counts, boards=boards,
                            exclude_release=version)
@@ -91,8 +93,21 @@ def compare_recorded(ws: Workspace, names: Sequence[str], *, board: str | None =
                                  + " (relgate measure add, or nox -s compare)")
             print_comparison(comp, spec, out, show_all=show_all)
             comps.append(comp)
-    code = exit_code(comps)
+    if not comps and not broken and any(isinstance(s, MeasureSpec) for s in specs):
+        print("nothing was compared: no speed verdict (exit 1)", file=out)
+        return 1
+    code = exit_code(comps) if comps else 0
     return 1 if broken else code
+
+
+def known_board(ledger: Ledger, project: str, specs: Sequence[MeasureSpec | QualitySpec], board: str) -> None:
+    """``--board`` must name a board something of ``specs`` was recorded on (a typo compares nothing)."""
+    boards = sorted({b.board for spec in specs for b in ledger.batches(project=project, measure=spec.name)})
+    if board not in boards:
+        from relgate.core.text import inert
+
+        raise InputError(f"--board {inert(board)}: nothing of {', '.join(s.name for s in specs)} was recorded on "
+                         f"that board (boards: {', '.join(boards) or 'none yet'})")
 
 
 def run_compare(ws: Workspace, names: Sequence[str], *, previous: str | None = None, board: str | None = None,

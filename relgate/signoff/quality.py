@@ -66,6 +66,11 @@ def check_quality(ledger: Ledger, spec: QualitySpec, *, project: str, counts: Ca
                     continue
                 prev = before.values.get(key, {}).get(band.metric) if before is not None else None
                 results.append(BandResult(key=key, band=band, value=value, previous=prev, held=band.holds(value)))
+        gone = [k for k in (before.values if before is not None else {}) if k not in now.values]
+        why = None if results else "the scorer reported none of the banded values"
+        if results and gone:  # a row of the previous release the candidate's scorer run lacks: open, not a pass
+            why = (f"{len(gone)} row(s) of the previous release not measured for the candidate ("
+                   + ", ".join(" ".join(k) or "(one row)" for k in gone[:3]) + ")")
         out.append(BoardQuality(board=board, batch=cands[-1], previous=previous, results=tuple(results),
-                                not_measured=None if results else "the scorer reported none of the banded values"))
+                                not_measured=why))
     return QualityReport(name=spec.name, boards=tuple(out))

@@ -8,9 +8,11 @@ paths, sorted keys — re-running with nothing new gives byte-identical files.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from relgate.core.text import code, inert, md
 from relgate.signoff.assemble import Signoff
 from relgate.signoff.checklist import describe
 from relgate.signoff.compare import BoardComparison, Comparison, MetricResult
@@ -45,7 +47,7 @@ def _comparison_json(comp: Comparison, key_columns: Sequence[str]) -> dict[str, 
         {"board": b.board, "verdict": b.verdict, "previous": _batch_json(b.previous),
          "candidates": [_batch_json(c) for c in b.candidates],
          "previous_batches": [p.id for p in b.previous_pool], "confidence": b.confidence,
-         "noise": _noise_json(b),
+         "noise": _noise_json(b), "missing": list(b.missing),
          "rows": [{"row": row_label(r.key, key_columns), "metric": r.metric, "direction": r.direction,
                    "previous": r.previous, "candidate": list(r.candidates), "ratio": round(r.ratio, 6),
                    "interval": None if r.low is None or r.high is None else [round(r.low, 6), round(r.high, 6)],
@@ -116,9 +118,12 @@ def _summary_line(tail: str | None) -> str | None:
     return lines[-1] if lines else None
 
 
+_PIPE = re.compile(r"(?<!\\)((?:\\\\)*)\|")  # a pipe after an even run of backslashes is a cell border
+
+
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     def cell(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
+        return _PIPE.sub(r"\1\\|", inert(text))  # a pipe md() escaped already stays one escape
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in rows]
     return out
@@ -134,14 +139,17 @@ def _batch_text(b: Any, *, who: bool = True) -> str:
 
 
 def _board_md(name: str, b: BoardComparison, keys: Sequence[str], plots: Mapping[tuple[str, str], str]) -> list[str]:
-    out = [f"### `{name}` on {b.board}: {b.verdict}", ""]
+    out = [f"### `{name}` on {md(b.board)}: {md(b.verdict)}", ""]
     if b.previous is not None:  # a Markdown backslash line break before the candidate: no trailing spaces
         out.append(f"Previous: {_batch_text(b.previous)}." + ("\\" if b.candidates else ""))
     if b.candidates:
         out.append(f"Candidate `{(b.candidates[-1].commit_sha or '')[:12]}`: "
                    + ", then ".join(_batch_text(c, who=False) for c in b.candidates) + ".")
     if b.not_measured is not None:
-        out += ["", f"Not measured: {b.not_measured}."]
+        out += ["", f"Not measured: {md(b.not_measured)}."]
+    if b.missing:
+        out += ["", "Rows of the previous release with no valid candidate measurement (open until measured, or "
+                "the item is skipped with a reason):", ""] + [f"- {md(m)}" for m in b.missing]
     out.append("")
     if b.results:
         out += [f"Suite `{r.metric}` (geometric mean of {b.suite_rows} rows): {r.verdict}, ratio {r.ratio:.3f}× "
@@ -179,7 +187,7 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
     plots = plots or {}
     rel = s.checklist.release
     open_items = s.open_items
-    out = [f"# Sign-off: {s.named}", ""]
+    out = [f"# Sign-off: {md(s.named)}", ""]
     if s.complete:
         out.append("**Verdict: complete.** Every item passed, was attested, or was skipped or not validated "
                    "with its text.")
@@ -197,14 +205,14 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
 
     out += ["## What blocks", ""]
     if open_items:
-        out += [f"- **{r.item.id}** ({r.status}): {r.reason}" for r in open_items]
+        out += [f"- **{r.item.id}** ({r.status}): {md(r.reason)}" for r in open_items]
     else:
         out.append("Nothing blocks.")
     out.append("")
 
     out += ["## Checklist", ""]
     out += _table(("item", "title", "status", "reason"),
-                  [(f"`{r.item.id}`", r.item.title, r.status, r.reason) for r in s.items])
+                  [(f"`{r.item.id}`", md(r.item.title), r.status, md(r.reason)) for r in s.items])
     out.append("")
 
     if s.comparisons:
@@ -232,15 +240,15 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
     if s.evidence_steps:
         for r in s.evidence_steps:
             summary = _summary_line(r.tail)
-            out.append(f"- {r.target}: {r.verdict.value}" + (f" — {r.reason}" if r.reason else "")
-                       + (f" — {summary}" if summary else "") + f" ({_step_ref(r)})")
+            out.append(f"- {md(r.target or '')}: {r.verdict.value}" + (f" — {md(r.reason)}" if r.reason else "")
+                       + (f" — {md(summary)}" if summary else "") + f" ({_step_ref(r)})")
     else:
         out.append("No evidence check recorded for this candidate (`nox -s evidence`).")
     out.append("")
 
     out += ["## Not run, and why", ""]
-    lines = [f"- `{r.session}/{r.step}`: {r.verdict.value} — {r.reason}" for r in s.not_run]
-    lines += [f"- item `{r.item.id}`: {r.status} — {r.reason}" for r in s.items
+    lines = [f"- `{r.session}/{r.step}`: {r.verdict.value} — {md(r.reason or '')}" for r in s.not_run]
+    lines += [f"- item `{r.item.id}`: {r.status} — {md(r.reason)}" for r in s.items
               if r.status in ("not-applicable", "skipped", "not-validated")]
     out += lines or ["Everything in scope ran."]
     out.append("")
@@ -250,17 +258,17 @@ def render_markdown(s: Signoff, keys: Mapping[str, Sequence[str]],
     for r in decided:
         if r.decision is not None:
             d = r.decision
-            who = d.by or "a maintainer"
+            who = md(d.by) if d.by else "a maintainer"
             what = {"attest": "attested", "skip": "skipped", "not-validated": "marked not validated"}[d.kind]
-            note = f": {d.note}" if d.note else ""
+            note = f": {md(d.note)}" if d.note else ""
             out.append(f"- `{r.item.id}` {what} by {who} for `{d.commit_sha[:12]}`{note}")
         for d, step in r.runs:
             if step is None:
                 out.append(f"- `{r.item.id}` manual run, step #{d.step_id} (not in the ledger any more)")
                 continue
             tree = "dirty tree" if step.dirty else "clean tree"
-            note = f" — {d.note}" if d.note else ""
-            out.append(f"- `{r.item.id}` manual run `{step.command}` on {step.host} ({step.board or 'no board'}), "
+            note = f" — {md(d.note)}" if d.note else ""
+            out.append(f"- `{r.item.id}` manual run {code(step.command)} on {step.host} ({step.board or 'no board'}), "
                        f"commit `{step.commit_sha[:12]}` ({tree}), exit {step.exit_code}, {step.verdict.value}"
                        f"{note} ({_step_ref(step)})")
     if not decided:
@@ -276,7 +284,7 @@ def _worst(b: BoardComparison, keys: Sequence[str]) -> MetricResult | None:
 def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> str:
     """The section for the version's release notes."""
     out = [f"### {SECTION_TITLE}", ""]
-    out.append(f"{s.named} was signed off at commit `{s.candidate.commit[:12]}` on "
+    out.append(f"{md(s.named)} was signed off at commit `{s.candidate.commit[:12]}` on "
                f"{', '.join(s.checklist.release.all_boards)}" + ("" if s.complete else " — the sign-off is **incomplete**")
                + ".")
     out.append("")
@@ -312,21 +320,22 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
             out.append(f"- Quality (`{name}`, {qb.board}): {bands}.")
     for r in s.evidence_steps:
         summary = _summary_line(r.tail)
-        out.append(f"- Evidence ({r.target}): {r.verdict.value}" + (f" — {summary}" if summary else "") + ".")
-    passed = [r.item.title for r in s.items if r.status == "passed"]
+        out.append(f"- Evidence ({md(r.target or '')}): {r.verdict.value}" + (f" — {md(summary)}" if summary else "")
+                   + ".")
+    passed = [md(r.item.title) for r in s.items if r.status == "passed"]
     if passed:
         out.append(f"- Passed: {'; '.join(passed)}.")
-    attested = [f"{r.item.title} ({r.decision.by})" for r in s.items if r.status == "attested" and r.decision]
+    attested = [f"{md(r.item.title)} ({md(r.decision.by or '')})" for r in s.items if r.status == "attested" and r.decision]
     if attested:
         out.append(f"- Attested: {'; '.join(attested)}.")
     for r in s.items:
         if r.status == "not-validated":
-            out.append(f"- Not validated: {r.item.not_validated}")
+            out.append(f"- Not validated: {md(r.item.not_validated or '')}")
         elif r.status == "skipped" and r.decision is not None:
-            failed = f" It ran and failed: {r.overridden}." if r.overridden else ""
-            out.append(f"- Skipped: {r.item.title} — {r.decision.note}.{failed}")
+            failed = f" It ran and failed: {md(r.overridden)}." if r.overridden else ""
+            out.append(f"- Skipped: {md(r.item.title)} — {md(r.decision.note or '')}.{failed}")
         elif not r.done:
-            out.append(f"- Open: {r.item.title} — {r.status}: {r.reason}")
+            out.append(f"- Open: {md(r.item.title)} — {r.status}: {md(r.reason)}")
     out.append("")
     for name, b in tables:  # the full table, every row with its interval
         out += [f"`{name}` on {b.board}:", ""] + _rows_table(b, keys.get(name, ())) + [""]

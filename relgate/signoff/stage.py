@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, TextIO
 
 from relgate import __version__
 from relgate.core.errors import InputError
+from relgate.core.readers import read_user_file
+from relgate.core.text import inert
 from relgate.core.files import write_output
 from relgate.core.record import record
 from relgate.ledger.gitfacts import start_git_facts
@@ -53,7 +55,7 @@ def _manifest_digest(ws: Workspace) -> str:
     if ws.project.lanes is not None:
         paths.append(ws.project.lanes)
     for path in paths:
-        h.update(str(path).encode() + b"\0" + path.read_bytes() + b"\0")
+        h.update(str(path).encode() + b"\0" + read_user_file(path, what="a manifest", line_limit=None) + b"\0")
     return h.hexdigest()
 
 
@@ -122,7 +124,7 @@ def run_signoff(ws: Workspace, *, out_dir: Path | None = None, out: TextIO = sys
 def _print(s: Signoff, out_dir: Path, out: TextIO) -> None:
     width = max((len(r.item.id) for r in s.items), default=4)
     for r in s.items:
-        print(f"{r.item.id:<{width}}  {r.status:<14}  {r.reason}", file=out)
+        print(f"{r.item.id:<{width}}  {r.status:<14}  {inert(r.reason)}", file=out)  # a reason from an older ledger
     verdict = "complete" if s.complete else f"incomplete ({len(s.open_items)} open"
     verdict += "" if s.complete else (", dirty tree)" if s.candidate.dirty else ")")
     print(f"sign-off of {s.named} at {s.candidate.commit[:12]}: {verdict}", file=out)
@@ -174,10 +176,10 @@ def write_changelog(ws: Workspace, result: SignoffResult, out: TextIO = sys.stdo
     version = checklist.release.version
     if not version:
         raise InputError("--changelog: no version to put the section under (project.version or release.version)")
-    try:
-        text = path.read_text()
-    except OSError as exc:
-        raise InputError(f"{display_path(path)}: cannot read: {exc.strerror or exc}") from None
+    try:  # a FIFO or a device where the changelog should be: refused, never waited on
+        text = read_user_file(path, what="the changelog", line_limit=None).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InputError(f"{display_path(path)}: not UTF-8 (byte {exc.start})") from None
     try:
         if path.suffix.lower() == ".rst":  # the section in the file's own format
             from relgate.signoff.changelog_rst import insert_section_rst

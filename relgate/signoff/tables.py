@@ -3,6 +3,7 @@ the rows that do not pass (or every row), and the board's A/A noise floor."""
 
 from __future__ import annotations
 
+from relgate.core.text import inert
 from relgate.manifest.measures import MeasureSpec
 from relgate.run.console import render_table
 from relgate.signoff.bound import Bound, board_bounds, percent
@@ -85,6 +86,7 @@ def board_lines(b: BoardComparison, spec: MeasureSpec, *, show_all: bool = False
         if rows:
             out += ["  " + line for line in render_table(("row", "metric", "better", "previous", "candidate", "ratio",
                                                           "interval", "runs", "verdict", "why"), rows)]
+    out += [f"  missing: {inert(m)}" for m in b.missing]
     out += ["  " + line for line in noise_lines(b.noise, spec)] if b.results or b.noise else []
     return out
 

@@ -14,23 +14,28 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from relgate.core.errors import InputError, RelgateError
+from relgate.core.readers import read_user_file, regular_size
 from relgate.core.record import record
+from relgate.core.text import inert
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.manifest.schema import display_path
 from relgate.manifest.workspace import Workspace
 from relgate.signoff.decisions import checklist_of
 from relgate.signoff.stage import run_signoff
 
-__all__ = ["NAMESPACE", "TagRefused", "TagResult", "run_tag", "sign_file", "verify_signoff"]
+__all__ = ["NAMESPACE", "TagRefused", "TagResult", "run_tag", "sign_file", "verify_signoff", "signoff_document",
+           "signoff_problems"]
 
 NAMESPACE = "relgate-signoff"
+_SHA = re.compile(r"^(?:[0-9a-f]{40}|[0-9a-f]{64})$")
 
 
 class TagRefused(RelgateError):
@@ -128,33 +133,79 @@ def run_tag(ws: Workspace, *, out_dir: Path | None = None, key: Path | None = No
 
 
 def verify_signoff(path: Path, *, allowed_signers: Path, signature: Path | None = None,
-                   out: TextIO = sys.stdout) -> int:
-    """0: the signature is good and made by an allowed signer; 1: it is not (a tampered file,
-    an unknown key, another namespace); bad input raises :class:`InputError`."""
+                   commit: str | None = None, out: TextIO = sys.stdout) -> int:
+    """0: the signature is good, made by an allowed signer, over a relgate sign-off that is
+    complete (for ``commit``, when given); 1: it is not (a tampered file, an unknown key, another
+    namespace, an incomplete or dirty sign-off, another commit); bad input (a file that is not a
+    regular file, not JSON, not a sign-off's shape) raises :class:`InputError`."""
     sig = signature or path.with_name(path.name + ".sig")
-    for f, what in ((path, "sign-off"), (sig, "signature"), (allowed_signers, "allowed-signers file")):
-        if not Path(f).is_file():
-            raise InputError(f"{f}: no such {what}")
+    data = read_user_file(path, what="a sign-off", limit=64 << 20, line_limit=None)
+    for f, what in ((sig, "signature"), (allowed_signers, "allowed-signers file")):
+        regular_size(Path(f), what=f"the {what}", limit=16 << 20)
+    doc = signoff_document(data, path)
     found = subprocess.run(["ssh-keygen", "-Y", "find-principals", "-s", str(sig), "-f", str(allowed_signers)],
-                           capture_output=True, text=True, stdin=subprocess.DEVNULL)
+                           capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=60)
     principals = [p for p in found.stdout.split() if p]
     if found.returncode != 0 or not principals:
         print(f"{display_path(path)}: BAD: the signature's key is not in {display_path(allowed_signers)}", file=out)
         return 1
-    with open(path, "rb") as fh:
-        done = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed_signers), "-I", principals[0],
-                               "-n", NAMESPACE, "-s", str(sig)], stdin=fh, capture_output=True, text=True)
-    if done.returncode != 0:
-        print(f"{display_path(path)}: BAD: {done.stderr.strip() or done.stdout.strip() or 'signature does not match'}",
-              file=out)
+    done = subprocess.run(["ssh-keygen", "-Y", "verify", "-f", str(allowed_signers), "-I", principals[0],
+                           "-n", NAMESPACE, "-s", str(sig)], input=data, capture_output=True, timeout=60)
+    if done.returncode != 0:  # the bytes checked are the bytes parsed above
+        said = (done.stderr or done.stdout).decode("utf-8", "replace").strip()
+        print(f"{display_path(path)}: BAD: {inert(said) or 'signature does not match'}", file=out)
         return 1
-    digest = hashlib.sha256(Path(path).read_bytes()).hexdigest()
-    try:
-        doc = json.loads(Path(path).read_text())
-        what = f"{doc.get('project')} {doc.get('version')} at {str(doc.get('commit'))[:12]}, " \
-               f"complete: {str(bool(doc.get('complete'))).lower()}"
-    except ValueError:
-        what = "not JSON"
-    print(f"{display_path(path)}: good signature by {principals[0]} (namespace {NAMESPACE}); {what}; "
+    digest = hashlib.sha256(data).hexdigest()
+    what = (f"{inert(doc['project'])} {inert(doc['version'])} at {doc['commit'][:12]}, "
+            f"complete: {str(doc['complete']).lower()}")
+    print(f"{display_path(path)}: good signature by {inert(principals[0])} (namespace {NAMESPACE}); {what}; "
           f"sha256 {digest}", file=out)
-    return 0
+    problems = signoff_problems(doc, commit)
+    for problem in problems:
+        print(f"{display_path(path)}: BAD: {problem}", file=out)
+    return 1 if problems else 0
+
+
+_DONE = ("passed", "attested", "skipped", "not-validated", "not-applicable")
+
+
+def signoff_document(data: bytes, path: Path) -> dict[str, Any]:
+    """``signoff.json`` as relgate writes it (:func:`relgate.signoff.report.render_json`), or an
+    :class:`InputError`: not UTF-8 JSON, not an object, a key missing or of the wrong type."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"{path}: not a relgate sign-off: not JSON ({str(exc).splitlines()[0]})") from None
+    except RecursionError:
+        raise InputError(f"{path}: not a relgate sign-off: a value nested too deeply to read") from None
+    if not isinstance(doc, dict):
+        raise InputError(f"{path}: not a relgate sign-off: a JSON {type(doc).__name__}, not an object")
+    shape = {"project": str, "version": str, "commit": str, "complete": bool, "dirty": bool, "items": list,
+             "same_tree": list}
+    for key, kind in shape.items():
+        if not isinstance(doc.get(key), kind):
+            raise InputError(f"{path}: not a relgate sign-off: \"{key}\" is "
+                             + ("missing" if key not in doc else f"a {type(doc[key]).__name__}, not {kind.__name__}"))
+    if not _SHA.match(doc["commit"]):
+        raise InputError(f"{path}: not a relgate sign-off: \"commit\" is no full commit sha")
+    for i, item in enumerate(doc["items"]):
+        if not isinstance(item, dict) or not isinstance(item.get("id"), str) or not isinstance(item.get("status"), str):
+            raise InputError(f"{path}: not a relgate sign-off: items[{i}] has no id and status")
+    return doc
+
+
+def signoff_problems(doc: Mapping[str, Any], commit: str | None) -> list[str]:
+    """Why a well-formed sign-off does not stand for a release (empty: it does)."""
+    problems = []
+    if doc["complete"] is not True:
+        problems.append('the sign-off says "complete": false')
+    if doc["dirty"]:
+        problems.append("the sign-off was made from a dirty tree")
+    open_items = [f"{inert(i['id'])} ({inert(i['status'])})" for i in doc["items"] if i["status"] not in _DONE]
+    if open_items:
+        problems.append(f"open items: {', '.join(open_items)}")
+    if commit is not None:
+        tree = [c for c in doc["same_tree"] if isinstance(c, str)] or [doc["commit"]]
+        if not any(c == commit or (len(commit) >= 7 and c.startswith(commit)) for c in [doc["commit"], *tree]):
+            problems.append(f"it signs off commit {doc['commit'][:12]}, not {inert(commit)}")
+    return problems
