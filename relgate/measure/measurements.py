@@ -20,7 +20,7 @@ from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.ledger.store import Ledger
 from relgate.manifest.measures import MeasureSpec, QualitySpec
-from relgate.signoff.specs import source_hash, spec_of
+from relgate.measure.specs import source_hash, spec_of
 
 __all__ = ["Row", "parse_records", "parse_rows", "record_batch", "metrics_of", "add_measurements"]
 
