@@ -83,7 +83,7 @@ def _anchor(home: Path, project: str) -> float:
 def _in_process(home: Path, env: dict[str, str], project: str) -> float:
     from relgate.ledger.store import Ledger
     from relgate.manifest.workspace import Workspace
-    from relgate.signoff.compare import compare
+    from relgate.measure.compare import compare
 
     ws = Workspace.load(REPO, environ=env)
     spec = ws.measurements.measures["big"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -10,6 +11,7 @@ import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -126,6 +128,16 @@ class Project:
         argv = [sys.executable, "-m", "relgate.cli", *args]
         return subprocess.run(argv, env=self.env, capture_output=True, text=True, timeout=timeout,
                               cwd=self.root)
+
+    def ledger_steps(self, *status_args: str, timeout: int = 600) -> list[dict[str, Any]]:
+        """The ledger's step rows as ``relgate status --json [STATUS_ARGS]`` lists them (it must exit 0)."""
+        done = self.relgate("status", "--json", *status_args, timeout=timeout)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)["steps"]
+
+    def ledger_rows(self, session: str | None = None, *, timeout: int = 600) -> dict[str, dict[str, Any]]:
+        """Step name → its latest row for the project's HEAD (of ``session`` only, when named)."""
+        return {r["step"]: r for r in self.ledger_steps(timeout=timeout) if session is None or r["session"] == session}
 
     def plant(self, relpath: str, anchor: str, line: str) -> int:
         """Insert ``line`` after the unique ``anchor`` line; returns the new line's number."""

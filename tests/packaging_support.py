@@ -21,17 +21,6 @@ def nox(project: Project, *sessions: str, env: dict[str, str] | None = None, ext
     return subprocess.run(argv, env={**project.env, **(env or {})}, capture_output=True, text=True, timeout=timeout)
 
 
-def rows(project: Project, session: str | None = None) -> dict[str, dict[str, Any]]:
-    """The latest row of each step (of ``session``) for the project's HEAD."""
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    out: dict[str, dict[str, Any]] = {}
-    for row in json.loads(done.stdout)["steps"]:
-        if session is None or row["session"] == session:
-            out[row["step"]] = row
-    return out
-
-
 def log_of(project: Project, row: dict[str, Any]) -> str:
     return (project.home / row["log_path"]).read_text()
 

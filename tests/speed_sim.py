@@ -18,7 +18,7 @@ from pathlib import Path
 from statistics import NormalDist
 
 from relgate.manifest.measures import MeasureSpec, parse_measurements
-from relgate.signoff.compare import BoardComparison, Samples, judge_board
+from relgate.measure.compare import BoardComparison, Samples, judge_board
 
 __all__ = ["spec", "sigma", "normals", "batch_of", "batch", "judge_board_of", "simulate_boards", "simulate_board"]
 

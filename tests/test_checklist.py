@@ -11,7 +11,7 @@ import pytest
 from relgate.core.verdict import Verdict
 from relgate.ledger.rows import DecisionRow, StepRow
 from relgate.manifest.checklist import ChecklistItem, ChecklistSpec, ReleaseSpec
-from relgate.signoff.candidate import Candidate
+from relgate.measure.candidate import Candidate
 from relgate.signoff.checklist import DONE, Facts, evaluate_item
 
 HEAD = "c" * 40

@@ -29,8 +29,8 @@ import pytest
 
 from relgate.core.errors import InputError
 from relgate.manifest.measures import MeasureSpec, parse_measurements
-from relgate.signoff.compare import BLOCK, PASS, POINT_NOTE, RERUN, SLOWER, UNDECIDED, judge
-from relgate.signoff.stats import _u_counts, critical, runs_to_resolve, shift_interval
+from relgate.measure.compare import BLOCK, PASS, POINT_NOTE, RERUN, SLOWER, UNDECIDED, judge
+from relgate.measure.stats import _u_counts, critical, runs_to_resolve, shift_interval
 
 RUNS = 15
 COMPARISONS = 200

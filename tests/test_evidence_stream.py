@@ -14,9 +14,11 @@ from pathlib import Path
 import pytest
 
 from relgate.core.errors import InputError
-from relgate.evidence import stream, stream_sort
+from relgate.evidence import stream_diff, stream_read, stream_sort
 from relgate.evidence.cells import diff_cells, merge_captures, read_cells, render_capture
-from relgate.evidence.stream import count_cells, diff_sorted, sorted_cells, write_sorted
+from relgate.evidence.stream_diff import diff_sorted
+from relgate.evidence.stream_read import sorted_cells
+from relgate.evidence.stream_write import count_cells, write_sorted
 
 SUITES = ["scan", "scan2", "scan\x01", "golden", "é", "s p", "a", "ab"]
 ARMS = ["cpu", "cuda", "c", "cu\x02", "ref"]
@@ -67,15 +69,15 @@ def _sorter(monkeypatch: pytest.MonkeyPatch, external: bool) -> list[bool]:
         if not _gnu_sort_on_path():
             pytest.skip("GNU sort is not on PATH (apt-get install -y coreutils)")
         assert stream_sort.gnu_sort() is not None, "GNU sort is on PATH, but relgate did not find it"
-    monkeypatch.setattr(stream, "EXTERNAL_MIN_BYTES", 0 if external else 1 << 62)
+    monkeypatch.setattr(stream_read, "EXTERNAL_MIN_BYTES", 0 if external else 1 << 62)
     answers: list[bool] = []
-    real = stream.external_run
+    real = stream_read.external_run
 
     def recording(*args, **kwargs):
         answers.append(real(*args, **kwargs))
         return answers[-1]
 
-    monkeypatch.setattr(stream, "external_run", recording)
+    monkeypatch.setattr(stream_read, "external_run", recording)
     return answers
 
 
@@ -86,7 +88,7 @@ def test_stream_matches_the_reference(tmp_path: Path, seed: int, external: bool,
     sorted_by = _sorter(monkeypatch, external)
     rng = random.Random(seed)
     if seed % 3 == 0:  # many runs: merged in groups first
-        monkeypatch.setattr(stream, "MAX_RUNS", 3)
+        monkeypatch.setattr(stream_read, "MAX_RUNS", 3)
     low = seed % 4 == 0
     base = _write(tmp_path, "base.cells", _random_capture(rng, rng.randrange(0, 300), low=low))
     cands = [_write(tmp_path, f"cand{i}.cells", _random_capture(rng, rng.randrange(0, 300), low=low))
@@ -194,13 +196,13 @@ def _plain_sorter(monkeypatch: pytest.MonkeyPatch) -> dict[str, bool]:
     (True: it sorted or proved the file; False: it gave the file to the reference path)."""
     _sorter(monkeypatch, True)
     answers: dict[str, bool] = {}
-    real = stream.SortedCells._sort_plain
+    real = stream_read.SortedCells._sort_plain
 
     def recording(self, path):
         answers[path.name] = yield from real(self, path)
         return answers[path.name]
 
-    monkeypatch.setattr(stream.SortedCells, "_sort_plain", recording)
+    monkeypatch.setattr(stream_read.SortedCells, "_sort_plain", recording)
     return answers
 
 
@@ -265,7 +267,7 @@ def test_two_plain_runs_diff_as_bytes_where_equal_and_as_the_reference(tmp_path:
     moved, longer or shorter, a cell gone or new, a row longer than the window), then as bytes
     again: the answer is the reference's, both ways, for windows smaller than a row too."""
     _plain_sorter(monkeypatch)
-    monkeypatch.setattr(stream, "_RAW_WINDOW", window)
+    monkeypatch.setattr(stream_diff, "_RAW_WINDOW", window)
     rng = random.Random(seed)
     cells = {(f"s{i % 3}", rng.choice(["cpu", "cuda"]), f"k{i:05d}"): f"{rng.random():.4f}" for i in range(600)}
     cand = dict(cells)
@@ -360,13 +362,13 @@ def test_a_failing_group_ends_the_sorts_begun_for_the_others(tmp_path: Path, mon
     out bad, the candidate's sort (still running) is killed and reaped, and its output removed."""
     _plain_sorter(monkeypatch)
     started = []
-    real = stream.start_sort
+    real = stream_read.start_sort
 
     def recording(*args, **kwargs):
         started.append(real(*args, **kwargs))
         return started[-1]
 
-    monkeypatch.setattr(stream, "start_sort", recording)
+    monkeypatch.setattr(stream_read, "start_sort", recording)
     base = _write(tmp_path, "base.cells", b"".join(b"s\ta\tk%05d\t%d\n" % (i, i) for i in range(400)) + b"s\ta\n")
     cand = _write(tmp_path, "cand.cells", b"".join(b"s\ta\tk%05d\t%d\n" % (i, i) for i in range(20000, 0, -1)))
     with pytest.raises(InputError, match="base.cells:401: malformed evidence row"), ExitStack() as stack:
@@ -381,14 +383,14 @@ def test_a_capture_changing_while_sort_reads_it_goes_to_the_reference(tmp_path: 
     after sort as before, what sort read is not what was checked, and the plain path gives up."""
     answers = _plain_sorter(monkeypatch)
     path = _write(tmp_path, "moving.cells", b"".join(b"s\ta\tk%05d\t%d\n" % (i, i) for i in range(400, 0, -1)))
-    real, calls = stream._state, []
+    real, calls = stream_read._state, []
 
     def state(p: Path) -> tuple[int, int, int]:  # after sort, a later mtime: the file was written meanwhile
         calls.append(p)
         ino, size, mtime = real(p)
         return ino, size, mtime + (len(calls) > 1)
 
-    monkeypatch.setattr(stream, "_state", state)
+    monkeypatch.setattr(stream_read, "_state", state)
     with ExitStack() as stack:
         [cells] = sorted_cells(stack, [[path]], tmp=tmp_path / "tmp", chunk_bytes=256)
         out = io.BytesIO()

@@ -173,7 +173,7 @@ def test_sighup_stops_the_step_and_records_it(tinyinfer: Project, tmp_path: Path
         out, _ = proc.communicate(timeout=WAIT_S)
         assert proc.returncode != 0 and "Traceback" not in out, out
         assert wait_for(lambda: not group_alive(pgid))
-        rows = json.loads(tinyinfer.relgate("status", "--json").stdout)["steps"]
+        rows = tinyinfer.ledger_steps()
         assert rows[-1]["verdict"] == "error" and "SIGHUP" in rows[-1]["reason"], rows[-1]
     finally:
         if group_alive(pgid):
@@ -187,7 +187,7 @@ def test_a_step_never_outlives_a_sigkilled_relgate(tinyinfer: Project, tmp_path:
         proc.kill()  # SIGKILL: relgate gets no chance at all; its guardian does the work
         proc.communicate(timeout=WAIT_S)
         assert wait_for(lambda: not group_alive(pgid)), "the step was orphaned"
-        rows = json.loads(tinyinfer.relgate("status", "--json").stdout)["steps"]
+        rows = tinyinfer.ledger_steps()
         assert rows[-1]["verdict"] == "error" and "never finished" in rows[-1]["reason"]
     finally:
         if group_alive(pgid):
@@ -263,7 +263,7 @@ def test_a_process_that_escapes_with_setsid_is_reported_and_stopped(tinyinfer: P
         assert "Traceback" not in out and "Exception in thread" not in out, out
         assert wait_for(lambda: not Path(f"/proc/{escaped}").exists()
                         or Path(f"/proc/{escaped}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z")
-        rows = json.loads(tinyinfer.relgate("status", "--json").stdout)["steps"]
+        rows = tinyinfer.ledger_steps()
         row = next(r for r in rows if r["step"] == "noisy")
         assert "outlived the command" in (row["reason"] or ""), row
         log = (tinyinfer.home / row["log_path"]).read_text()

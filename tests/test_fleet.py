@@ -362,14 +362,6 @@ def _fleet_project(tmp_path: Path, ns: list[NetnsHost], boards: list[str]):  # t
     return project
 
 
-def _rows_of(project) -> dict:  # type: ignore[no-untyped-def]
-    import json
-
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
-
-
 def test_cli_gate_on_every_host_of_the_fleet_evidence_back_per_host_one_bad_host_does_not_stop_the_others(
         ns, tmp_path: Path) -> None:
     project = _fleet_project(tmp_path, ns[:3], ["H200", "H200", "L4"])
@@ -377,7 +369,7 @@ def test_cli_gate_on_every_host_of_the_fleet_evidence_back_per_host_one_bad_host
                                                    + "\n")  # ns3 presents a key we never trusted
     done = project.relgate("lane", "gate")
     assert done.returncode == 1, done.stdout + done.stderr
-    rows = _rows_of(project)
+    rows = project.ledger_rows()
     for name in ("ns1", "ns2"):
         row = rows[f"kernels-cpu@{name}"]
         assert row["verdict"] == "pass" and row["host"] == name and row["board"] == "H200", row
@@ -393,7 +385,7 @@ def test_cli_qualification_runs_once_per_board_and_toolkit_across_the_fleet(ns, 
     project = _fleet_project(tmp_path, ns[:3], ["H200", "H200", "L4"])
     done = project.relgate("lane", "qualification", "qual-tool")
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = _rows_of(project)
+    rows = project.ledger_rows()
     assert sorted(rows) == ["lane-census", "qual-tool@ns1", "qual-tool@ns3"]  # ns2: another H200, same toolkit
     assert rows["lane-census"]["verdict"] == "pass" and rows["lane-census"]["host"] == "local"  # once, here
     log = (project.home / rows["qual-tool@ns3"]["log_path"]).read_text()
@@ -424,7 +416,7 @@ release = "strix"
 """)
     done = project.relgate("host")
     assert done.returncode == 1, done.stdout + done.stderr
-    rows = _rows_of(project)
+    rows = project.ledger_rows()
     assert rows["release-spark"]["verdict"] == "pass" and rows["release-spark"]["host"] == "ns2"
     spark_log = (project.home / rows["release-spark"]["log_path"]).read_text()
     assert "ar rcs build/libtinyinfer.a" in spark_log and "HEAD of" in spark_log  # built there, on the commit
@@ -553,7 +545,7 @@ every_host = ["gate"]
     # Each host's second step passes only when that host's first one has ended before it started.
     done = project.relgate("lane", "gate")
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = _rows_of(project)
+    rows = project.ledger_rows()
     assert {n: r["verdict"] for n, r in rows.items()} == {
         "lane-census": "pass", "first@ns1": "pass", "second@ns1": "pass", "first@ns2": "pass", "second@ns2": "pass"}
     first = (project.home / rows["first@ns1"]["log_path"]).read_text()

@@ -71,12 +71,6 @@ requires = ["rbox"]
 """
 
 
-def _rows(project: Project) -> dict[str, dict]:
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
-
-
 def test_a_multihost_step_records_one_row_per_role_and_the_leaders_verdict(servers: list[Sshd],
                                                                            tmp_path: Path) -> None:
     marks = tmp_path / "marks"
@@ -85,7 +79,7 @@ def test_a_multihost_step_records_one_row_per_role_and_the_leaders_verdict(serve
         marks, f"echo leading $RELGATE_WORKERS; touch {marks}/leader-done; echo leader done"))
     done = project.relgate("lane", "gate")
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = _rows(project)
+    rows = project.ledger_rows()
     assert rows["tp"]["verdict"] == "pass", rows["tp"]
     roles = {name: row for name, row in rows.items() if name.startswith("tp/")}
     assert sorted(roles) == ["tp/leader@h3", "tp/worker@h1", "tp/worker@h2"], sorted(rows)
@@ -115,7 +109,7 @@ def test_a_failing_leader_fails_the_step_and_its_own_row_the_workers_pass(server
     project = _project(tmp_path, servers, _multihost(marks, f"touch {marks}/leader-done; echo wrong; exit 3"))
     done = project.relgate("lane", "gate")
     assert done.returncode == 1, done.stdout + done.stderr
-    rows = _rows(project)
+    rows = project.ledger_rows()
     assert rows["tp"]["verdict"] == "fail" and rows["tp"]["reason"] == "leader@h3 exit 3", rows["tp"]
     assert (rows["tp/leader@h3"]["verdict"], rows["tp/leader@h3"]["reason"]) == ("fail", "exit 3")
     assert rows["tp/leader@h3"]["exit_code"] == 3

@@ -4,7 +4,6 @@ run here) and against messages recorded from the real tools; a real test failure
 
 from __future__ import annotations
 
-import json
 import shutil
 import subprocess
 from pathlib import Path
@@ -83,12 +82,6 @@ def test_every_known_message_has_a_tool_and_a_reason() -> None:
     assert exit_status_reason(137) is not None and exit_status_reason(1) is None and exit_status_reason(0) is None
 
 
-def _rows(project: Project) -> dict[str, dict]:
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
-
-
 def _checks(project: Project, body: str) -> None:
     (project.manifests / "builds.toml").write_text(body)
 
@@ -110,7 +103,7 @@ def test_a_cargo_step_that_cannot_reach_its_registry_is_an_error(tinyinfer: Proj
                        f'env = {{ CARGO_HOME = "{cargo_home}" }}\n')
     done = tinyinfer.nox("host")
     assert done.returncode == 1, done.stdout
-    row = _rows(tinyinfer)["fetch"]
+    row = tinyinfer.ledger_rows()["fetch"]
     assert row["verdict"] == "error", row
     assert row["reason"].startswith("cargo cannot reach its registry (cargo: failed to download from `http://127.0.0.1:1/")
 
@@ -158,7 +151,7 @@ def test_a_cuda_program_on_a_host_without_a_usable_gpu_is_an_error(tinyinfer: Pr
     _checks(tinyinfer, '[[check]]\nname = "cuda-probe"\nrun = "./probe"\n')
     done = tinyinfer.nox("host")
     assert done.returncode == 1, done.stdout
-    row = _rows(tinyinfer)["cuda-probe"]
+    row = tinyinfer.ledger_rows()["cuda-probe"]
     assert row["verdict"] == "error", row
     assert row["reason"].split(" (cuda: ")[0] in {m.reason for m in KNOWN_MESSAGES if m.tool == "cuda"}
 
@@ -168,7 +161,7 @@ def test_a_process_killed_with_sigkill_under_a_shell_is_an_error(tinyinfer: Proj
                        '[[check]]\nname = "real-failure"\nrun = ["sh", "-c", "echo CUDA kernel mismatch; exit 1"]\n')
     done = tinyinfer.nox("host")
     assert done.returncode == 1
-    rows = _rows(tinyinfer)
+    rows = tinyinfer.ledger_rows()
     assert rows["killed"]["verdict"] == "error"
     assert "killed by SIGKILL (exit 137)" in rows["killed"]["reason"]
     assert rows["real-failure"]["verdict"] == "fail"  # a real failure stays fail

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 
 from conftest import Project, needs_nvcc
 
@@ -12,17 +11,11 @@ ANCHOR = "    float ss = 0.0f;"
 PLANT = "    int relgate_planted_unused = 0;"
 
 
-def status(project: Project) -> list[dict]:
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)["steps"]
-
-
 def test_host_passes_on_a_clean_checkout_and_records_every_step(tinyinfer: Project) -> None:
     done = tinyinfer.nox("host")
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
-    rows = status(tinyinfer)
+    rows = tinyinfer.ledger_steps()
     names = [r["step"] for r in rows]
     assert names[-3:] == ["unit-tests", "cli-help", "git-diff-check"]
     assert "release-cpu" in names and "release-cuda" in names
@@ -48,7 +41,7 @@ def test_planted_gcc_warning_fails_and_names_file_and_line(tinyinfer: Project) -
     out = done.stdout
     assert f"src/kernels_cpu.c:{line}:" in out
     assert "relgate_planted_unused" in out and "-Wunused-variable" in out
-    cpu = next(r for r in status(tinyinfer) if r["step"] == "release-cpu")
+    cpu = next(r for r in tinyinfer.ledger_steps() if r["step"] == "release-cpu")
     assert cpu["verdict"] == "fail" and cpu["warning_count"] == 1
     assert cpu["warnings"][0]["file"] == "src/kernels_cpu.c" and cpu["warnings"][0]["line"] == line
     assert cpu["exit_code"] == 0  # the build itself succeeded; the warning fails it
@@ -62,7 +55,7 @@ def test_planted_nvcc_warning_fails_and_names_file_and_line(tinyinfer: Project) 
     assert done.returncode != 0
     assert f"src/kernels_cuda.cu:{line}: warning: " in done.stdout
     assert "177-D" in done.stdout
-    rows = {r["step"]: r for r in status(tinyinfer)}
+    rows = tinyinfer.ledger_rows()
     assert rows["release-cuda"]["verdict"] == "fail"
     assert rows["release-cpu"]["verdict"] == "pass"  # the CPU build never sees the .cu file
 
@@ -76,7 +69,7 @@ def test_allow_rule_with_a_reason_accepts_exactly_that_warning(tinyinfer: Projec
         'run = "make cpu"\n[[release.cpu.allow]]\npattern = "relgate_planted_unused"\n'
         'reason = "kept for ABI, removed in 0.4"\n'))
     done = tinyinfer.nox("host")
-    rows = {r["step"]: r for r in status(tinyinfer)}
+    rows = tinyinfer.ledger_rows()
     assert rows["release-cpu"]["verdict"] == "pass", done.stdout
     assert rows["release-cpu"]["warnings"][0]["allowed"] == "kept for ABI, removed in 0.4"
     assert "allowed (kept for ABI, removed in 0.4)" in done.stdout
@@ -87,7 +80,7 @@ def test_dirty_tree_runs_but_every_record_is_marked_dirty(tinyinfer: Project) ->
     done = tinyinfer.nox("host")
     assert done.returncode == 0, done.stdout
     assert "dirty tree" in done.stdout
-    rows = status(tinyinfer)
+    rows = tinyinfer.ledger_steps()
     assert rows and all(r["dirty"] for r in rows)
 
 
@@ -96,7 +89,7 @@ def test_a_step_no_host_can_run_is_not_run_never_pass(tinyinfer: Project) -> Non
         '[host]\nname = "local"\nkind = "local"\ndetect = false\ncapabilities = ["make", "cc"]\n')
     done = tinyinfer.nox("host")
     assert done.returncode == 0, done.stdout
-    rows = {r["step"]: r for r in status(tinyinfer)}
+    rows = tinyinfer.ledger_rows()
     assert rows["release-cuda"]["verdict"] == "not-run"
     assert rows["release-cuda"]["reason"] == "no host offers nvcc"
     assert "not run: release-cuda: no host offers nvcc" in done.stdout
@@ -110,7 +103,7 @@ def test_a_failing_test_fails_the_session_and_shows_the_tail(tinyinfer: Project)
     tinyinfer.commit("break rmsnorm")
     done = tinyinfer.nox("host")
     assert done.returncode != 0
-    rows = {r["step"]: r for r in status(tinyinfer)}
+    rows = tinyinfer.ledger_rows()
     assert rows["unit-tests"]["verdict"] == "fail"
     assert rows["unit-tests"]["reason"].startswith("make test: exit 2")
     assert "last lines of the log" in done.stdout
@@ -124,7 +117,7 @@ def test_skip_and_expect_output_are_honoured(tinyinfer: Project) -> None:
     builds.write_text(text)
     done = tinyinfer.nox("host")
     assert done.returncode != 0
-    rows = {r["step"]: r for r in status(tinyinfer)}
+    rows = tinyinfer.ledger_rows()
     assert rows["cli-help"]["verdict"] == "fail"
     assert rows["cli-help"]["reason"] == "output does not match /^Usage: other/"
     assert rows["soak"]["verdict"] == "skip" and rows["soak"]["reason"] == "soak runs nightly, not per release"
@@ -141,7 +134,7 @@ def test_a_secret_on_a_manifest_command_line_reaches_no_log_and_no_row(tinyinfer
     for path in tinyinfer.home.rglob("*"):
         if path.is_file():
             assert secret.encode() not in path.read_bytes(), path
-    rows = {r["step"]: r for r in status(tinyinfer)}
+    rows = tinyinfer.ledger_rows()
     assert rows["argv"]["command"] == "echo '--token=***' --password '***'"
     assert rows["shell"]["command"] == "echo --api-key=*** && true"
 
@@ -157,7 +150,7 @@ def test_a_header_warning_printed_once_per_file_is_one_place_counted_as_often_as
     tinyinfer.commit("plant")
     done = tinyinfer.nox("host")
     assert done.returncode == 1
-    row = {r["step"]: r for r in status(tinyinfer)}["release-cpu"]
+    row = tinyinfer.ledger_rows()["release-cpu"]
     log = (tinyinfer.home / row["log_path"]).read_text()
     assert log.count(f"include/tinyinfer.h:{header_line}:12: warning: ") == 2  # what gcc printed
     assert row["verdict"] == "fail"
@@ -176,7 +169,7 @@ def test_an_allow_rule_that_matched_nothing_is_stale_and_fails_the_run(tinyinfer
         'reason = "kept for ABI, removed in 0.4"\n'))
     done = tinyinfer.nox("host")  # nothing planted: the rule accepts nothing
     assert done.returncode == 1, done.stdout
-    rows = {r["step"]: r for r in status(tinyinfer)}
+    rows = tinyinfer.ledger_rows()
     assert rows["release-cpu"]["verdict"] == "pass"
     assert rows["allow-rules"]["verdict"] == "fail"
     reason = rows["allow-rules"]["reason"]  # names the rule, not "exit 1"
@@ -186,7 +179,7 @@ def test_an_allow_rule_that_matched_nothing_is_stale_and_fails_the_run(tinyinfer
     assert "builds.toml: release.cpu.allow[0]: /relgate_planted_unused/ (kept for ABI, removed in 0.4): stale" in log
     tinyinfer.plant("src/kernels_cpu.c", ANCHOR, PLANT)  # the warning it was written for is back
     tinyinfer.nox("host")
-    rows = {r["step"]: r for r in status(tinyinfer)}
+    rows = tinyinfer.ledger_rows()
     assert rows["release-cpu"]["verdict"] == "pass" and rows["allow-rules"]["verdict"] == "pass"
 
 
@@ -196,6 +189,6 @@ def test_a_step_past_its_timeout_fails_naming_the_limit(tinyinfer: Project) -> N
         '[[check]]\nname = "after"\nrun = ["true"]\n')
     done = tinyinfer.nox("host")
     assert done.returncode == 1, done.stdout + done.stderr
-    rows = {r["step"]: r for r in status(tinyinfer)}
+    rows = tinyinfer.ledger_rows()
     assert rows["hangs"]["verdict"] == "fail" and rows["hangs"]["reason"] == "timed out after 1 s: sleep 30"
     assert rows["after"]["verdict"] == "pass"  # the lane goes on after a red step

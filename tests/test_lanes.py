@@ -33,12 +33,6 @@ fn still_runs() {
 """
 
 
-def _rows(project: Project) -> dict[str, dict]:
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
-
-
 # --- the Rust example: one copy for the whole module (it compiles once) --------------------------
 
 @pytest.fixture(scope="module")
@@ -55,7 +49,7 @@ def test_rust_example_host_gate_contract_from_a_clean_checkout(rust: Project) ->
     for step in ("lane-census", "release", "features[]", "features[fast,qualification]", "host_smoke",
                  "scan_parity", "segmented_parity", "scan_contract", "layout_contract"):
         assert f"  {step}  pass" in out, step
-    rows = _rows(rust)
+    rows = rust.ledger_rows()
     assert rows["scan_contract"]["command"].endswith("--test scan_contract --locked -- --ignored")
     assert rows["scan_parity"]["lane"] == "gate" and rows["scan_parity"]["target"] == "scan_parity"
     assert rows["scan_parity"]["dirty"] is False
@@ -110,7 +104,7 @@ def test_record_lists_without_names_and_runs_only_named_targets(rust: Project) -
 def test_qualification_runs_once_per_board_and_toolkit(rust: Project) -> None:
     done = rust.nox("qualification", extra=("--", "scan_qual"))
     assert done.returncode == 0, done.stdout
-    rows = _rows(rust)
+    rows = rust.ledger_rows()
     assert rows["scan_qual@local"]["verdict"] == "pass"
     assert "--features qualification" in rows["scan_qual@local"]["command"]
 
@@ -118,7 +112,7 @@ def test_qualification_runs_once_per_board_and_toolkit(rust: Project) -> None:
 def test_bench_keeps_timings_without_judging_them(rust: Project) -> None:
     done = rust.nox("bench")
     assert done.returncode == 0, done.stdout
-    row = _rows(rust)["scan_bench"]
+    row = rust.ledger_rows()["scan_bench"]
     assert row["verdict"] == "pass" and row["reason"].startswith("timing only")
     assert "bench scan_u32" in (rust.home / row["log_path"]).read_text()
 
@@ -137,7 +131,7 @@ def test_contract_lane_reports_every_red_and_runs_the_targets_after_them(scanker
     scankern.commit("two red contract arms")
     done = scankern.nox("contract")
     assert done.returncode == 1, done.stdout
-    rows = _rows(scankern)
+    rows = scankern.ledger_rows()
     assert rows["scan_contract"]["verdict"] == "fail"
     assert rows["layout_contract"]["verdict"] == "fail"
     assert rows["zz_after_contract"]["verdict"] == "pass"
@@ -154,7 +148,7 @@ def test_c_example_cuda_arms_are_not_run_and_require_all_fails_them(tinyinfer: P
     (tinyinfer.hosts / "local.toml").write_text('[host]\nname = "local"\nkind = "local"\ndetect = false\n')
     done = tinyinfer.nox("host", "gate", "contract")
     assert done.returncode == 0, done.stdout
-    rows = _rows(tinyinfer)
+    rows = tinyinfer.ledger_rows()
     for arm in ("kernels-cuda", "cli-contract-cuda"):
         assert rows[arm]["verdict"] == "not-run" and rows[arm]["reason"] == "no host offers cuda", rows[arm]
     assert "not run: kernels-cuda: no host offers cuda" in done.stdout
@@ -169,7 +163,7 @@ def test_a_target_expected_to_record_evidence_that_brings_none_is_an_error(tinyi
     lanes.write_text(lanes.read_text().replace('command = "make test"\n', 'command = "true"\n', 1))
     done = tinyinfer.nox("gate")
     assert done.returncode == 1
-    row = _rows(tinyinfer)["kernels-cpu"]
+    row = tinyinfer.ledger_rows()["kernels-cpu"]
     assert row["verdict"] == "error"
     assert row["reason"] == "expected evidence in $TINYINFER_EVIDENCE, none came back (no file)"
 
@@ -186,7 +180,7 @@ def test_placement_names_what_is_missing_and_an_unreachable_host_is_an_error(tin
                                                'command = "make bench"\nrequires = ["MI300X"]\n'))
     done = tinyinfer.nox("gate", "bench")
     assert done.returncode == 1  # an error is not a pass
-    rows = _rows(tinyinfer)
+    rows = tinyinfer.ledger_rows()
     assert rows["kernels-cuda"]["verdict"] == "error" and rows["kernels-cuda"]["host"] == "gpu1"
     assert "gpu1 (127.0.0.1:" in rows["kernels-cuda"]["reason"] and "cannot connect" in rows["kernels-cuda"]["reason"]
     assert rows["matvec-bench"]["reason"] == "no host offers MI300X"
@@ -201,7 +195,7 @@ def test_census_violations_fail_the_host_session_with_the_fix(tinyinfer: Project
     assert "old-soak" in census.stdout and "drop the row" in census.stdout
     done = tinyinfer.nox("host")
     assert done.returncode == 1
-    assert _rows(tinyinfer)["lane-census"]["verdict"] == "fail"
+    assert tinyinfer.ledger_rows()["lane-census"]["verdict"] == "fail"
 
 
 def test_bad_run_options_are_bad_input(tinyinfer: Project) -> None:
@@ -219,7 +213,7 @@ def test_a_project_defined_lane_runs_by_name(tinyinfer: Project) -> None:
                        '\n[target.soak-cpu]\npath = "Makefile"\ncommand = "make test"\n')
     done = tinyinfer.nox("lane", extra=("--", "soak"))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert _rows(tinyinfer)["soak-cpu"]["lane"] == "soak"
+    assert tinyinfer.ledger_rows()["soak-cpu"]["lane"] == "soak"
     typo = tinyinfer.nox("lane", extra=("--", "saok"))
     assert typo.returncode == 2
     assert "no lane 'saok' — did you mean \"soak\"?" in typo.stdout + typo.stderr

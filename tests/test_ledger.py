@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import signal
 import sqlite3
@@ -40,12 +39,6 @@ def _with_slow_step(project: Project, pidfile: Path) -> None:
     (project.manifests / "builds.toml").write_text(SLOW_STEP.format(pidfile=pidfile))
 
 
-def _rows(project: Project) -> dict[str, dict]:
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
-
-
 def _start_nox(project: Project) -> subprocess.Popen[str]:
     return subprocess.Popen([sys.executable, "-m", "nox", "-f", str(NOXFILE), "-s", "host"], env=project.env,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
@@ -61,7 +54,7 @@ def test_sigterm_mid_step_records_error_and_kills_the_step(tinyinfer: Project, t
     assert proc.returncode == 128 + signal.SIGTERM, out
     assert "Traceback" not in out
     assert wait_for(lambda: pid_gone(child)), "the step's process outlived relgate"
-    rows = _rows(tinyinfer)
+    rows = tinyinfer.ledger_rows()
     assert rows["slow"]["verdict"] == "error"
     assert rows["slow"]["reason"] == "interrupted by SIGTERM while running"
     assert "after" not in rows  # the run stopped; nothing after it pretends to have run
@@ -77,7 +70,7 @@ def test_a_crash_leaves_error_never_pass(tinyinfer: Project, tmp_path: Path) -> 
     proc.send_signal(signal.SIGKILL)  # relgate gets no chance to clean up
     proc.communicate(timeout=60)
     try:
-        rows = _rows(tinyinfer)
+        rows = tinyinfer.ledger_rows()
         assert rows["slow"]["verdict"] == "error"
         assert rows["slow"]["reason"] == UNFINISHED_REASON
         assert "partial" in rows["slow"]["log_path"]  # the log so far is kept
@@ -92,7 +85,7 @@ def test_step_killed_from_outside_is_error_and_the_run_goes_on(tinyinfer: Projec
     os.kill(_wait_for(pidfile, "the slow step"), signal.SIGTERM)
     out, _ = proc.communicate(timeout=60)
     assert proc.returncode == 1, out
-    rows = _rows(tinyinfer)
+    rows = tinyinfer.ledger_rows()
     assert rows["slow"]["verdict"] == "error"
     assert "killed by SIGTERM from outside relgate" in rows["slow"]["reason"]
     assert rows["after"]["verdict"] == "pass"

@@ -783,19 +783,11 @@ def test_relgate_check_refuses_a_hostile_name_and_a_missing_fixture_and_runs_not
     assert not (tinyinfer.root / "ran").exists() and not tinyinfer.home.exists()
 
 
-def _status_rows(project: Project) -> dict[str, dict[str, Any]]:
-    import json
-
-    done = project.relgate("status", "--json", timeout=120)
-    assert done.returncode == 0, done.stderr
-    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
-
-
 def test_a_make_project_without_builds_toml_says_what_it_skipped(tinyinfer: Project) -> None:
     (tinyinfer.manifests / "builds.toml").unlink()
     done = tinyinfer.relgate("host", timeout=300)
     assert "Traceback" not in done.stderr
-    rows = _status_rows(tinyinfer)
+    rows = tinyinfer.ledger_rows(timeout=120)
     assert rows["host-checks"]["verdict"] == "not-run", rows
     assert rows["host-checks"]["reason"].startswith("no builds.toml in "), rows["host-checks"]
     assert "host-checks" in done.stdout and "no builds.toml" in done.stdout
@@ -812,7 +804,7 @@ def test_a_cargo_project_without_a_lanes_file_has_no_census_and_says_so(scankern
         (scankern.manifests / optional).unlink()
     done = scankern.relgate("host", timeout=300)
     assert "Traceback" not in done.stderr, done.stderr
-    rows = _status_rows(scankern)
+    rows = scankern.ledger_rows(timeout=120)
     census = rows["lane-census"]
     assert census["verdict"] == "not-run" and census["reason"].startswith("no lanes file"), census
     assert rows["quick"]["verdict"] == "pass"

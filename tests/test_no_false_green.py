@@ -9,12 +9,6 @@ from pathlib import Path
 from conftest import Project
 
 
-def _rows(project: Project) -> dict[str, dict]:
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
-
-
 def _edit(project: Project, old: str, new: str) -> None:
     lanes = project.manifests / "lanes.toml"
     text = lanes.read_text()
@@ -34,7 +28,7 @@ def test_a_deleted_row_makes_the_lane_session_red(tinyinfer: Project) -> None:
     _edit(tinyinfer, '"kernels-cpu" = "gate"\n', "")
     done = tinyinfer.nox("gate", extra=("--", "--require-all"))
     assert done.returncode == 1, done.stdout
-    census = _rows(tinyinfer)["lane-census"]
+    census = tinyinfer.ledger_rows()["lane-census"]
     assert census["verdict"] == "fail" and census["lane"] == "gate" and census["session"] == "gate"
     assert "kernels-cpu" in (tinyinfer.home / census["log_path"]).read_text()  # "assign one in this commit"
 
@@ -45,9 +39,9 @@ def test_a_lane_that_selects_no_target_is_not_run_and_require_all_fails_it(tinyi
     (tinyinfer.hosts / "local.toml").write_text('[host]\nname = "local"\nkind = "local"\n')
     done = tinyinfer.nox("bench")
     assert done.returncode == 0, done.stdout  # not-run does not fail a run by default ...
-    row = _rows(tinyinfer)["bench"]
+    row = tinyinfer.ledger_rows()["bench"]
     assert row["verdict"] == "not-run" and row["reason"] == "no targets in this lane"
-    assert _rows(tinyinfer)["lane-census"]["verdict"] == "pass"
+    assert tinyinfer.ledger_rows()["lane-census"]["verdict"] == "pass"
     strict = tinyinfer.nox("bench", extra=("--", "--require-all"))
     assert strict.returncode == 1, strict.stdout  # ... and --require-all fails it
     assert "not run: bench: no targets in this lane" in strict.stdout
@@ -89,7 +83,7 @@ def test_a_release_build_that_prints_help_and_exits_0_is_red(tinyinfer: Project)
                         'produces = ["build/tinyinfer", "build/lib*.a"]\n')
     done = tinyinfer.nox("host")
     assert done.returncode == 1, done.stdout
-    row = _rows(tinyinfer)["release-cpu"]
+    row = tinyinfer.ledger_rows()["release-cpu"]
     assert row["verdict"] == "fail" and row["reason"] == "produced nothing matching build/tinyinfer"
     _release(tinyinfer, '[release.cpu]\nclean = "make clean"\nrun = "make cpu"\n'
                         'produces = ["build/tinyinfer", "build/lib*.a"]\nexpect_output = "ar rcs build/lib"\n')
@@ -101,7 +95,7 @@ def test_a_product_older_than_the_step_was_not_built_by_it(tinyinfer: Project) -
     assert tinyinfer.nox("host").returncode == 0
     again = tinyinfer.nox("host")  # make: nothing to be done; the library is the first run's
     assert again.returncode == 1, again.stdout
-    reason = _rows(tinyinfer)["release-cpu"]["reason"]
+    reason = tinyinfer.ledger_rows()["release-cpu"]["reason"]
     assert reason == "build/libtinyinfer.a older than the step: build/lib*.a was not rebuilt"
 
 
@@ -109,7 +103,7 @@ def test_expect_output_on_a_release_target_and_on_its_check(tinyinfer: Project) 
     _release(tinyinfer, '[release.cpu]\nclean = "make clean"\nrun = "make cpu"\nexpect_output = "^nvcc "\n')
     done = tinyinfer.nox("host")
     assert done.returncode == 1
-    assert _rows(tinyinfer)["release-cpu"]["reason"] == "output does not match /^nvcc /"
+    assert tinyinfer.ledger_rows()["release-cpu"]["reason"] == "output does not match /^nvcc /"
     (tinyinfer.manifests / "builds.toml").write_text(
         '[release.cpu]\nclean = "make clean"\nrun = "make cpu"\n'
         '[[check]]\nname = "release-cpu"\nrelease = "cpu"\nexpect_output = "kernels_cpu"\nproduces = ["build/tinyinfer"]\n')
@@ -145,10 +139,10 @@ def test_a_c_engine_without_changelog_or_version_whose_targets_share_one_test_fi
 def test_names_select_host_checks(tinyinfer: Project) -> None:
     done = tinyinfer.nox("host", extra=("--", "release-cpu"))
     assert done.returncode == 0, done.stdout
-    assert [r for r in _rows(tinyinfer)] == ["release-cpu"]
+    assert [r for r in tinyinfer.ledger_rows()] == ["release-cpu"]
     both = tinyinfer.nox("host", "gate", extra=("--", "cli-help", "kernels-cpu"))  # each session picks its own
     assert both.returncode == 0, both.stdout
-    steps = [(r["session"], r["step"]) for r in json.loads(tinyinfer.relgate("status", "--json").stdout)["steps"]]
+    steps = [(r["session"], r["step"]) for r in tinyinfer.ledger_steps()]
     assert ("host", "cli-help") in steps and ("gate", "kernels-cpu") in steps
     assert ("host", "unit-tests") not in steps and ("gate", "kernels-cuda") not in steps
     typo = tinyinfer.nox("host", extra=("--", "release-cpx"))
@@ -218,5 +212,5 @@ def test_summary_and_status_tables_fit_120_columns_and_the_json_keeps_full_paths
     status = tinyinfer.relgate("status")
     rows = [line for line in status.stdout.splitlines()[1:] if not line.startswith("logs in ")]  # the folder: a path
     assert rows and all(len(line) <= 120 for line in rows), status.stdout
-    steps = json.loads(tinyinfer.relgate("status", "--json").stdout)["steps"]
+    steps = tinyinfer.ledger_steps()
     assert all((tinyinfer.home / s["log_path"]).is_file() for s in steps if s["log_path"])

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Project
-from packaging_support import base_env, everything_under, local_cargo_registry, log_of, nox, rows, write_manifest
+from packaging_support import base_env, everything_under, local_cargo_registry, log_of, nox, write_manifest
 from relgate.package.offline import probe
 
 FILE_SECONDS = 40  # about how long this file takes here: it starts early (tests/conftest.py)
@@ -34,7 +34,7 @@ def test_c_example_is_packaged_from_the_commit_extracted_inspected_and_tested_of
     done = nox(tinyinfer, "package_verify", env=base_env())
     assert done.returncode == 0, done.stdout + done.stderr
     assert_clean_output(done)
-    got = rows(tinyinfer, "package_verify")
+    got = tinyinfer.ledger_rows("package_verify")
     assert list(got) == ["export", "package", "extract", "inspect", "offline-build", "offline-tests"]
     for row in got.values():
         assert row["verdict"] == "pass" and row["dirty"] is False and row["lane"] == "package", row
@@ -84,7 +84,7 @@ def test_the_c_example_inside_a_bigger_repository_ships_without_qualified(tmp_pa
     project = Project(root=repo / "examples" / "tinyinfer", manifests=manifests, hosts=hosts, home=tmp_path / "home")
     done = nox(project, "package_verify", env=base_env())
     assert done.returncode == 0, done.stdout + done.stderr
-    got = rows(project, "package_verify")
+    got = project.ledger_rows("package_verify")
     assert got["package"]["command"].endswith(":examples/tinyinfer"), got["package"]["command"]
     inspect = log_of(project, got["inspect"])
     assert ("tinyinfer-0.3.0.tar.gz holds: .gitignore, CHANGELOG.md, Makefile, README.md, include/, src/, tests/"
@@ -109,7 +109,7 @@ def test_an_offline_step_that_tries_the_network_fails(tinyinfer: Project) -> Non
             """)
         done = nox(tinyinfer, "package_verify", env=base_env())
     assert done.returncode == 1, done.stdout + done.stderr
-    got = rows(tinyinfer, "package_verify")
+    got = tinyinfer.ledger_rows("package_verify")
     assert got["offline-build"]["verdict"] == "pass"
     assert got["offline-tests"]["verdict"] == "fail"
     log = log_of(tinyinfer, got["offline-tests"])
@@ -164,7 +164,7 @@ def test_a_hostile_dist_tarball_is_refused_and_nothing_lands_outside(tinyinfer: 
         """)
     done = nox(tinyinfer, "package_verify", env=base_env())
     assert_clean_output(done)
-    got = rows(tinyinfer, "package_verify")
+    got = tinyinfer.ledger_rows("package_verify")
     assert list(outside.iterdir()) == []  # nothing landed outside the extraction folder
     if kind in ("benign", "setuid"):
         assert done.returncode == 0, done.stdout
@@ -191,7 +191,7 @@ def test_a_failed_package_build_leaves_the_later_steps_not_run(tinyinfer: Projec
         """)
     done = nox(tinyinfer, "package_verify", env=base_env())
     assert done.returncode == 1
-    got = rows(tinyinfer, "package_verify")
+    got = tinyinfer.ledger_rows("package_verify")
     assert got["package"]["verdict"] == "fail" and got["package"]["reason"] == "false: exit 1"
     assert got["extract"]["reason"] == "needs package, which did not pass"
     assert got["inspect"]["reason"] == "needs extract, which did not pass"
@@ -206,7 +206,7 @@ def test_a_stray_archive_and_a_tooling_folder_in_the_tarball_fail_naming_the_fil
     tinyinfer.commit("stray material")
     done = nox(tinyinfer, "package_verify", env=base_env())
     assert done.returncode == 1
-    got = rows(tinyinfer, "package_verify")
+    got = tinyinfer.ledger_rows("package_verify")
     assert got["inspect"]["verdict"] == "fail"
     log = log_of(tinyinfer, got["inspect"])
     assert "tinyinfer-0.3.0.tar.gz: .vscode/: editor folder (matches .vscode/): .vscode/settings.json" in log
@@ -221,7 +221,7 @@ def test_a_dirty_tree_packages_the_commit_and_marks_every_record(tinyinfer: Proj
     done = nox(tinyinfer, "package_verify", env=base_env())
     assert done.returncode == 0, done.stdout  # built from the commit: neither change is in the package
     assert "dirty tree" in done.stdout
-    got = rows(tinyinfer, "package_verify")
+    got = tinyinfer.ledger_rows("package_verify")
     assert all(r["dirty"] is True and r["verdict"] == "pass" for r in got.values())
     assert "uncommitted changes: they are not in the export" in log_of(tinyinfer, got["export"])
 
@@ -237,7 +237,7 @@ def test_a_bad_package_toml_is_exit_2_naming_file_and_key(tinyinfer: Project, te
         assert done.returncode == 2, done.stdout + done.stderr
         assert expected in done.stderr and "Traceback" not in done.stderr + done.stdout
         assert "hunter22" not in done.stderr + done.stdout
-    assert not tinyinfer.home.exists() or rows(tinyinfer) == {}  # nothing ran, nothing half-written
+    assert not tinyinfer.home.exists() or tinyinfer.ledger_rows() == {}  # nothing ran, nothing half-written
 
 
 # --- the Rust example (cargo) -----------------------------------------------------------------------
@@ -247,7 +247,7 @@ def test_a_bad_package_toml_is_exit_2_naming_file_and_key(tinyinfer: Project, te
 def test_rust_example_crate_is_verified_offline(scankern: Project) -> None:
     done = scankern.relgate("package-verify", "--junit", str(scankern.root.parent / "pv.xml"))
     assert done.returncode == 0, done.stdout + done.stderr
-    got = rows(scankern, "package_verify")
+    got = scankern.ledger_rows("package_verify")
     assert list(got) == ["export", "package", "extract", "inspect", "offline-lib", "offline-tests", "offline-tool",
                          "offline-bench"]
     assert all(r["verdict"] == "pass" for r in got.values()), got
@@ -282,7 +282,7 @@ def test_rust_crate_with_stray_material_or_missing_fixture_fails_naming_each_fil
     scankern.commit("stray material; a fixture left out of the crate")
     done = nox(scankern, "package_verify", env=base_env())
     assert done.returncode == 1
-    got = rows(scankern, "package_verify")
+    got = scankern.ledger_rows("package_verify")
     log = log_of(scankern, got["inspect"])
     assert "scankern-0.4.0.crate: internal/: internal material (matches internal/): internal/notes.md" in log
     assert "scankern-0.4.0.crate: tests/data/inputs.tar.gz: nested archive (matches *.tar.gz)" in log
@@ -298,7 +298,7 @@ def test_rust_publish_dry_run_against_a_local_registry_never_logs_the_token(scan
     env = base_env(CARGO_REGISTRIES_LOCAL_INDEX=local_cargo_registry(tmp_path), CARGO_REGISTRIES_LOCAL_TOKEN=token)
     done = nox(scankern, "publish_dry_run", env=env)
     assert done.returncode == 0, done.stdout + done.stderr
-    got = rows(scankern, "publish_dry_run")
+    got = scankern.ledger_rows("publish_dry_run")
     assert [(s, r["verdict"]) for s, r in got.items()] == [("export", "pass"), ("lock", "pass"), ("publish", "pass")]
     assert got["publish"]["command"] == "cargo publish --locked --dry-run --registry local"
     log = log_of(scankern, got["publish"])
@@ -315,7 +315,7 @@ def test_a_cargo_lock_that_would_change_fails_publish_dry_run(scankern: Project,
     env = base_env(CARGO_REGISTRIES_LOCAL_INDEX=local_cargo_registry(tmp_path))
     done = nox(scankern, "publish_dry_run", env=env)
     assert done.returncode == 1
-    got = rows(scankern, "publish_dry_run")
+    got = scankern.ledger_rows("publish_dry_run")
     assert got["lock"]["verdict"] == "fail" and got["lock"]["reason"] == "cargo tree --locked --depth 0: exit 101"
     assert "because --locked was passed" in log_of(scankern, got["lock"])
     assert got["publish"]["verdict"] == "not-run" and got["publish"]["reason"] == "needs lock, which did not pass"
@@ -326,7 +326,7 @@ def test_rust_publish_without_a_registry_on_this_host_is_not_run(scankern: Proje
     env = {k: "" for k in ("CARGO_REGISTRIES_LOCAL_INDEX",)}
     done = nox(scankern, "publish_dry_run", env=base_env(**env))
     assert done.returncode == 0, done.stdout
-    got = rows(scankern, "publish_dry_run")
+    got = scankern.ledger_rows("publish_dry_run")
     assert got["publish"]["verdict"] == "not-run"
     assert got["publish"]["reason"].startswith('no registry "local" configured on this host (set '
                                                "CARGO_REGISTRIES_LOCAL_INDEX")

@@ -47,19 +47,13 @@ def two(tmp_path: Path) -> tuple[Project, Project]:
     return a, b
 
 
-def _steps(project: Project, *args: str) -> list[dict]:
-    done = project.relgate("status", "--json", *args)
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout)["steps"]
-
-
 def test_reuse_never_borrows_another_projects_pass(two: tuple[Project, Project]) -> None:
     a, b = two
     first = a.nox("host", extra=("--", "--reuse"))
     assert first.returncode == 0, first.stdout
     broken = b.nox("host", extra=("--", "--reuse"))
     assert broken.returncode == 1, broken.stdout  # the same commit, the same command, another project
-    rows = {r["step"]: r for r in _steps(b) if r["project"]["root"] == "b"}
+    rows = {r["step"]: r for r in b.ledger_steps() if r["project"]["root"] == "b"}
     assert rows["unit-tests"]["verdict"] == "fail" and rows["unit-tests"]["reused_from"] is None
     assert rows["unit-tests"]["project"] == {"name": "tinyinfer", "root": "b", "manifests": "manifests-b"}
     again = a.nox("host", extra=("--", "--reuse"))  # its own passes are still reused
@@ -90,9 +84,9 @@ def test_status_shows_and_filters_by_project(two: tuple[Project, Project], tmp_p
     (other.manifests / "builds.toml").write_text('[[check]]\nname = "only"\nrun = "true"\n')
     assert a.nox("host").returncode == 0
     assert other.nox("host").returncode == 0
-    both = _steps(a)
+    both = a.ledger_steps()
     assert {r["project"]["name"] for r in both} == {"tinyinfer", "renamed"}
-    only = _steps(a, "--project", "renamed")
+    only = a.ledger_steps("--project", "renamed")
     assert [r["step"] for r in only] == ["lane-census", "only", "git-diff-check"]
     table = a.relgate("status", "--project", "tinyinfer")
     assert table.stdout.splitlines()[1].split()[:2] == ["id", "project"]

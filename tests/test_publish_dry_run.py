@@ -20,7 +20,6 @@ from packaging_support import (
     log_of,
     nox,
     python_project,
-    rows,
 )
 from relgate.package.publish import LocalIndex, free_port
 
@@ -44,7 +43,7 @@ def test_python_package_is_verified_offline_then_uploaded_to_a_local_index_and_i
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Traceback" not in done.stdout + done.stderr
 
-    verify = rows(project, "package_verify")
+    verify = project.ledger_rows("package_verify")
     assert list(verify) == ["export", "package", "extract", "inspect", "requirements", "wheelhouse", "offline-venv",
                             "offline-install", "offline-tests"]
     assert all(r["verdict"] == "pass" for r in verify.values()), verify
@@ -55,7 +54,7 @@ def test_python_package_is_verified_offline_then_uploaded_to_a_local_index_and_i
     assert install["env"]["PIP_NO_INDEX"] == "1" and install["env"]["PIP_FIND_LINKS"] == ""
     assert "1 passed" in log_of(project, verify["offline-tests"])
 
-    publish = rows(project, "publish_dry_run")
+    publish = project.ledger_rows("publish_dry_run")
     assert [s for s in publish] == ["export", "package", "twine-check", "requirements", "resolve", "lock", "index",
                                     "upload", "wheelhouse", "venv", "install", "import"]
     assert publish["resolve"]["verdict"] == publish["lock"]["verdict"] == "skip"
@@ -87,14 +86,14 @@ def test_upload_to_an_index_the_test_started_really_lands_there(tmp_path: Path) 
         assert done.returncode == 0, done.stdout + done.stderr
         assert sorted(p.name for p in index.packages.iterdir()) == ["minipkg-1.2.0-py3-none-any.whl",
                                                                     "minipkg-1.2.0.tar.gz"]
-        publish = rows(project, "publish_dry_run")
+        publish = project.ledger_rows("publish_dry_run")
         assert publish["index"]["command"] == f"reach {index.url}"
         assert f"Downloading {index.url}packages/minipkg-1.2.0" in log_of(project, publish["install"])
         assert_no_secret(project, secret, done.stdout, done.stderr)
         # A wrong password is refused by the index: the upload fails, nothing new lands there.
         wrong = nox(project, "publish_dry_run", env=base_env(TWINE_USERNAME="uploader", TWINE_PASSWORD="wrong-pw-1"))
         assert wrong.returncode == 1
-        assert rows(project, "publish_dry_run")["upload"]["verdict"] == "fail"
+        assert project.ledger_rows("publish_dry_run")["upload"]["verdict"] == "fail"
     finally:
         index.stop()
 
@@ -104,7 +103,7 @@ def test_an_unreachable_index_is_an_error_naming_the_host(tmp_path: Path) -> Non
     project = python_project(tmp_path, package_toml=f'[publish]\nindex_url = "http://127.0.0.1:{port}/simple/"\n')
     done = nox(project, "publish_dry_run", env=base_env(TWINE_PASSWORD="x-secret-123456"))
     assert done.returncode == 1 and "Traceback" not in done.stdout + done.stderr
-    publish = rows(project, "publish_dry_run")
+    publish = project.ledger_rows("publish_dry_run")
     assert publish["index"]["verdict"] == "error"
     reason = publish["index"]["reason"]
     assert f"cannot reach the package index at 127.0.0.1:{port} (http://127.0.0.1:{port}/)" in reason
@@ -116,7 +115,7 @@ def test_credentials_for_an_index_must_come_from_the_environment(tmp_path: Path)
     port = free_port()
     project = python_project(tmp_path, package_toml=f'[publish]\nindex_url = "http://127.0.0.1:{port}/simple/"\n')
     done = nox(project, "publish_dry_run", env=base_env(TWINE_USERNAME="", TWINE_PASSWORD=""))
-    publish = rows(project, "publish_dry_run")
+    publish = project.ledger_rows("publish_dry_run")
     assert publish["upload"]["verdict"] == "not-run"
     assert publish["upload"]["reason"].startswith("no credentials in the environment: set TWINE_PASSWORD")
     assert done.returncode == 1  # and the index itself is unreachable: an error
@@ -132,7 +131,7 @@ def test_a_lock_that_no_longer_matches_what_resolves_fails(tmp_path: Path) -> No
     project.commit("a lock")
     done = nox(project, "publish_dry_run", env=base_env(TWINE_USERNAME="", TWINE_PASSWORD=""))
     assert done.returncode == 1, done.stdout
-    publish = rows(project, "publish_dry_run")
+    publish = project.ledger_rows("publish_dry_run")
     # No credentials in the environment: the run's own index got a one-time password, recorded masked.
     assert publish["upload"]["verdict"] == "pass" and publish["upload"]["env"]["TWINE_PASSWORD"] == "***"
     assert publish["resolve"]["verdict"] == "pass"
@@ -157,7 +156,7 @@ def test_an_sdist_with_a_stray_archive_or_missing_fixture_fails_naming_them(tmp_
     project.commit("data")
     done = nox(project, "package_verify", env=base_env())
     assert done.returncode == 1
-    verify = rows(project, "package_verify")
+    verify = project.ledger_rows("package_verify")
     log = log_of(project, verify["inspect"])
     assert "minipkg-1.2.0.tar.gz: tests/data/cache.zip: nested archive (matches *.zip)" in log
     assert "minipkg-1.2.0.tar.gz: tests/data/expected.txt: missing: declared fixture" in log
@@ -190,7 +189,7 @@ def test_relgate_qualifies_itself(tmp_path: Path) -> None:
     secret = "self-publish-password-0d9e"
     done = nox(project, "package_verify", "publish_dry_run", env=base_env(TWINE_PASSWORD=secret))
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
-    verify, publish = rows(project, "package_verify"), rows(project, "publish_dry_run")
+    verify, publish = project.ledger_rows("package_verify"), project.ledger_rows("publish_dry_run")
     assert all(r["verdict"] == "pass" for r in verify.values()), verify
     assert all(r["verdict"] == "pass" for r in publish.values()), publish
     assert "passed" in log_of(project, verify["offline-tests"])

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 from conftest import REPO, git
-from packaging_support import rows
 
 FILE_SECONDS = 150
 
@@ -144,7 +143,7 @@ class Ledger:
         self.project = Project(root=root, manifests=root / "manifests", hosts=root / "hosts", home=root / ".relgate")
 
     def rows(self, session: str) -> dict[str, dict]:
-        return rows(self.project, session)
+        return self.project.ledger_rows(session)
 
 
 def change(root: Path, rel: str, old: str, new: str) -> None:

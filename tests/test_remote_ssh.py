@@ -259,18 +259,12 @@ def remote_lanes(project: Project, sshd: Sshd, *, host_extra: str = "", evidence
     sshd.host_file(project.hosts / "gpu1.toml", extra='capabilities = ["remote-box"]\n' + host_extra)
 
 
-def steps_of(project: Project) -> dict[str, dict]:
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
-
-
 def test_a_gate_lane_runs_on_the_ssh_host_with_log_facts_and_evidence_brought_back(sshd: Sshd,
                                                                                     tinyinfer: Project) -> None:
     remote_lanes(tinyinfer, sshd)
     done = tinyinfer.relgate("lane", "gate")
     assert done.returncode == 0, done.stdout + done.stderr
-    row = steps_of(tinyinfer)["kernels-cpu"]
+    row = tinyinfer.ledger_rows()["kernels-cpu"]
     assert row["verdict"] == "pass" and row["host"] == "gpu1" and row["dirty"] is False, row
     log = (tinyinfer.home / row["log_path"]).read_text()
     sha = git(tinyinfer.root, "rev-parse", "HEAD").strip()
@@ -286,7 +280,7 @@ def test_a_gate_lane_runs_on_the_ssh_host_with_log_facts_and_evidence_brought_ba
     tinyinfer.commit("a small change")
     done = tinyinfer.relgate("lane", "gate")
     assert done.returncode == 0, done.stdout + done.stderr
-    row = steps_of(tinyinfer)["kernels-cpu"]
+    row = tinyinfer.ledger_rows()["kernels-cpu"]
     assert "incremental bundle of" in (tinyinfer.home / row["log_path"]).read_text()
 
 
@@ -296,7 +290,7 @@ def test_a_dirty_tree_ships_the_committed_candidate_and_says_dirty(sshd: Sshd, t
     makefile.write_text(makefile.read_text() + "\n# an uncommitted edit\n")
     done = tinyinfer.relgate("lane", "gate")
     assert done.returncode == 0, done.stdout + done.stderr
-    row = steps_of(tinyinfer)["kernels-cpu"]
+    row = tinyinfer.ledger_rows()["kernels-cpu"]
     assert row["verdict"] == "pass" and row["dirty"] is True
     log = (tinyinfer.home / row["log_path"]).read_text()
     assert "the local tree is dirty: the host runs the committed candidate only" in log
@@ -308,7 +302,7 @@ def test_evidence_expected_and_not_brought_back_is_an_error_and_exits_1(sshd: Ss
     remote_lanes(tinyinfer, sshd, evidence_command="make cpu")  # builds, writes no evidence
     done = tinyinfer.relgate("lane", "gate")
     assert done.returncode == 1, done.stdout + done.stderr
-    row = steps_of(tinyinfer)["kernels-cpu"]
+    row = tinyinfer.ledger_rows()["kernels-cpu"]
     assert row["verdict"] == "error" and row["host"] == "gpu1"
     assert row["reason"] == "expected evidence in $TINYINFER_EVIDENCE, none came back (no file)"
 
@@ -316,14 +310,14 @@ def test_evidence_expected_and_not_brought_back_is_an_error_and_exits_1(sshd: Ss
 def test_a_permission_host_is_used_only_when_the_run_names_it(sshd: Sshd, tinyinfer: Project) -> None:
     remote_lanes(tinyinfer, sshd, host_extra='permission = "the maintainers\' shared box"\n')
     done = tinyinfer.relgate("lane", "gate")
-    row = steps_of(tinyinfer)["kernels-cpu"]
+    row = tinyinfer.ledger_rows()["kernels-cpu"]
     assert row["verdict"] == "not-run" and row["host"] == "-"
     assert "gpu1 may be used only when the run names it (the maintainers' shared box): --allow-host gpu1" \
         in row["reason"]
     assert not (sshd.dir / "work").exists()  # nothing was delivered there
     done = tinyinfer.relgate("lane", "gate", "--allow-host", "gpu1")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert steps_of(tinyinfer)["kernels-cpu"]["host"] == "gpu1"
+    assert tinyinfer.ledger_rows()["kernels-cpu"]["host"] == "gpu1"
     done = tinyinfer.relgate("lane", "gate", "--allow-host", "gpu2")
     assert done.returncode == 2 and "--allow-host gpu2: no host named gpu2" in done.stderr
     assert "Traceback" not in done.stderr
@@ -339,11 +333,11 @@ def test_an_exclusive_host_locked_by_another_run_is_an_error_naming_the_holder(s
     finally:
         release(holder, lock)
     assert done.returncode == 1, done.stdout + done.stderr
-    row = steps_of(tinyinfer)["kernels-cpu"]
+    row = tinyinfer.ledger_rows()["kernels-cpu"]
     assert row["verdict"] == "error" and "gpu1 is exclusive and locked by alice@ci, run nightly-7" in row["reason"]
     done = tinyinfer.relgate("lane", "gate")  # free again: this run takes the lock, and gives it back
     assert done.returncode == 0, done.stdout + done.stderr
-    log = (tinyinfer.home / steps_of(tinyinfer)["kernels-cpu"]["log_path"]).read_text()
+    log = (tinyinfer.home / tinyinfer.ledger_rows()["kernels-cpu"]["log_path"]).read_text()
     assert "gpu1: locked for this lane" in log
     assert not Path(lock_dir(str(sshd.dir / "work"))).exists()
 
@@ -353,7 +347,7 @@ def test_an_unreachable_host_makes_its_steps_errors_and_the_run_exit_1(sshd: Ssh
     sshd.stop()
     done = tinyinfer.relgate("lane", "gate")
     assert done.returncode == 1, done.stdout + done.stderr
-    row = steps_of(tinyinfer)["kernels-cpu"]
+    row = tinyinfer.ledger_rows()["kernels-cpu"]
     assert row["verdict"] == "error" and row["host"] == "gpu1" and "cannot connect" in row["reason"]
 
 

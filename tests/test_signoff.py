@@ -127,7 +127,7 @@ def test_a_csv_with_bom_and_crlf_is_read_as_it_is(tmp_path: Path) -> None:
     import tomllib
 
     from relgate.manifest.measures import parse_measurements
-    from relgate.signoff.measurements import parse_rows
+    from relgate.measure.measurements import parse_rows
     spec = parse_measurements(tomllib.loads(SPEED.format()), path=tmp_path / "m.toml").measures["speed"]
     data = _csv(tmp_path, "b.csv", BASELINE.format(p=1000, g=50, p2=800, g2=40), bom=True, crlf=True).read_bytes()
     assert data.startswith(b"\xef\xbb\xbf") and b"\r\n" in data

@@ -19,10 +19,10 @@ from collections import Counter
 import pytest
 from speed_sim import normals, sigma, simulate_boards, spec
 
-from relgate.signoff.bound import SUITE_SHARE, Bound, board_bounds
-from relgate.signoff.compare import BLOCK, PASS, RERUN, SLOWER, UNDECIDED, judge
-from relgate.signoff.power import decision_power, runs_needed
-from relgate.signoff.stats import critical, decide
+from relgate.measure.bound import SUITE_SHARE, Bound, board_bounds
+from relgate.measure.compare import BLOCK, PASS, RERUN, SLOWER, UNDECIDED, judge
+from relgate.measure.power import decision_power, runs_needed
+from relgate.measure.stats import critical, decide
 
 FILE_SECONDS = 17  # a scheduling hint (tests/conftest.py)
 ROWS, BOARDS = 64, 400

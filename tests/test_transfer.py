@@ -5,7 +5,6 @@ real OpenSSH servers on 127.0.0.1, one of them started without the subsystem."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -150,8 +149,7 @@ def test_a_gate_lane_on_a_host_without_sftp_passes_with_its_evidence_back(no_sft
     no_sftp.host_file(tinyinfer.hosts / "gpu1.toml", extra='capabilities = ["remote-box"]\n')
     done = tinyinfer.relgate("lane", "gate")
     assert done.returncode == 0, done.stdout + done.stderr
-    status = tinyinfer.relgate("status", "--json")
-    row = {r["step"]: r for r in json.loads(status.stdout)["steps"]}["kernels-cpu"]
+    row = tinyinfer.ledger_rows()["kernels-cpu"]
     assert row["verdict"] == "pass" and row["host"] == "gpu1", row
     log = (tinyinfer.home / row["log_path"]).read_text()
     assert "full bundle of" in log and "over the exec channel (gpu1's sshd offers no sftp subsystem" in log

@@ -8,7 +8,7 @@ difference into intentional (listed in ``intentional.toml`` with a reason) or no
 An intentional entry that matches no difference is stale, and that is an error too.
 
 Memory stays bounded by a chunk, not by the captures: a board's capture files and its
-baseline are sorted externally (:mod:`relgate.evidence.stream`, spilling to the ledger
+baseline are sorted externally (:mod:`relgate.evidence.stream_read`, spilling to the ledger
 home's ``tmp/``), the baseline is written from that stream and the check merge-joins the
 two streams; only the cells that differ are held.
 """
@@ -24,7 +24,9 @@ from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.core.text import inert
 from relgate.evidence.cells import Cell, EvidenceDiff, label, redact_diff
-from relgate.evidence.stream import count_cells, diff_sorted, sorted_cells, write_sorted
+from relgate.evidence.stream_diff import diff_sorted
+from relgate.evidence.stream_read import sorted_cells
+from relgate.evidence.stream_write import count_cells, write_sorted
 from relgate.ledger.identity import ProjectIdentity
 from relgate.ledger.store import BaselineRow, EvidenceRow, Ledger
 from relgate.manifest.intentional import IntentionalChange

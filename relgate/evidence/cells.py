@@ -52,7 +52,7 @@ cell when it can be avoided:
   twice, a bad candidate row, a base that changed between the two reads) goes through the
   reference path above.
 - ``relgate evidence accept`` and ``nox -s evidence`` never hold a whole capture: see
-  :mod:`relgate.evidence.stream`.
+  :mod:`relgate.evidence.stream_read` (written by ``stream_write``, compared by ``stream_diff``).
 
 Four modules, one concern each, imported one way: :mod:`relgate.evidence.cells_parse`
 (reading), :mod:`relgate.evidence.cells_diff` (diffing), :mod:`relgate.evidence.cells_secrets`
@@ -63,7 +63,7 @@ reporting diffs); this module is their face and keeps the import paths.
 from __future__ import annotations
 
 from relgate.evidence.cells_diff import EvidenceDiff, diff_cells
-from relgate.evidence.cells_parse import (  # the private ones: relgate.evidence.stream reads by the same rules
+from relgate.evidence.cells_parse import (  # the private ones: relgate.evidence.stream_rows reads by the same rules
     _EXPECTED,  # noqa: F401
     _FIELD_NAMES,  # noqa: F401
     HEADER,

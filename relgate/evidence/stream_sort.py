@@ -1,8 +1,8 @@
 """Big capture files sorted by the system's GNU ``sort``: the rows checked here, the sorting and
 the "last write wins" done in C.
 
-:class:`~relgate.evidence.stream.SortedCells` uses it for a capture of
-:data:`~relgate.evidence.stream.EXTERNAL_MIN_BYTES` or more when GNU ``sort`` is on PATH,
+:class:`~relgate.evidence.stream_read.SortedCells` uses it for a capture of
+:data:`~relgate.evidence.stream_read.EXTERNAL_MIN_BYTES` or more when GNU ``sort`` is on PATH,
 in one of two ways:
 
 - A file of plain rows is read by ``sort`` itself (much faster than through a pipe) while

@@ -12,7 +12,7 @@ suite, arm or key is malformed). What comes back is judged here, once, in one bo
   secret the step's environment knows is masked wherever it shows up (``redact``).
 
 This module sits below :mod:`relgate.evidence` (the runner may not import it), so the row rules
-are restated here; tests/test_false_green_round3.py holds both to the same table of rows.
+are restated here; tests/test_evidence_captures.py holds both to the same table of rows.
 """
 
 from __future__ import annotations

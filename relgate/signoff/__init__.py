@@ -1,2 +1,2 @@
-"""Sign-off: measurements and their comparison, quality bands, the checklist, decisions,
-the sign-off report and changelog section, the guarded tag and the signed sign-off."""
+"""Sign-off: the checklist, decisions, the sign-off report, page and changelog section, the
+guarded tag and the signed sign-off (the measures it reads come from relgate.measure)."""

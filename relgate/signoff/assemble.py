@@ -10,10 +10,10 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger, StepRow
 from relgate.manifest.checklist import ChecklistSpec
 from relgate.manifest.workspace import Workspace
-from relgate.signoff.candidate import Candidate, candidate_of
+from relgate.measure.candidate import Candidate, candidate_of
+from relgate.measure.compare import Comparison, compare
+from relgate.measure.quality import QualityReport, check_quality
 from relgate.signoff.checklist import Facts, ItemResult, evaluate
-from relgate.signoff.compare import Comparison, compare
-from relgate.signoff.quality import QualityReport, check_quality
 
 __all__ = ["Signoff", "assemble"]
 

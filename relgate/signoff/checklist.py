@@ -16,9 +16,9 @@ from relgate.core.verdict import Verdict
 from relgate.evidence.baselines import board_key
 from relgate.ledger.store import DecisionRow, EvidenceRow, StepRow
 from relgate.manifest.checklist import ChecklistItem, ChecklistSpec
-from relgate.signoff.candidate import Candidate
-from relgate.signoff.compare import BLOCK, PASS, SLOWER, Comparison
-from relgate.signoff.quality import QualityReport
+from relgate.measure.candidate import Candidate
+from relgate.measure.compare import BLOCK, PASS, SLOWER, Comparison
+from relgate.measure.quality import QualityReport
 
 __all__ = ["STATUSES", "DONE", "ItemResult", "Facts", "evaluate_item", "evaluate", "describe"]
 

@@ -97,7 +97,7 @@ def add_parsers(sub: argparse._SubParsersAction) -> None:  # type: ignore[type-a
 def _measure(args: argparse.Namespace, load: Loader) -> int:
     ws = load(args)
     if args.measure_command == "add":
-        from relgate.signoff.measurements import add_measurements
+        from relgate.measure.measurements import add_measurements
 
         batch, rows = add_measurements(ws, args.name, args.files, board=args.board, release=args.release,
                                        candidate=args.candidate, meta=_meta(args.meta))
@@ -107,21 +107,21 @@ def _measure(args: argparse.Namespace, load: Loader) -> int:
               f"on {args.board}")
         return 0
     if args.measure_command == "noise":
-        from relgate.signoff.noise import measure_noise
+        from relgate.measure.noise import measure_noise
 
         return measure_noise(ws, args.name, board=args.board)
-    from relgate.signoff.measure_stage import compare_recorded
+    from relgate.measure.stage import compare_recorded
 
     return compare_recorded(ws, args.names, board=args.board, show_all=args.all)
 
 
 def _compare(args: argparse.Namespace, load: Loader) -> int:
-    from relgate.signoff.measure_stage import run_compare
+    from relgate.measure.stage import run_compare
 
     if (args.max_runs is not None or args.max_minutes is not None) and not args.until_decided:
         raise InputError("--max-runs and --max-minutes are the budget of --until-decided")
     if args.until_decided:
-        from relgate.signoff.until import Budget, run_until_decided
+        from relgate.measure.until import Budget, run_until_decided
 
         if args.aa:
             raise InputError("compare --until-decided measures the candidate against the previous release; "

@@ -13,9 +13,9 @@ from relgate.core.record import record
 from relgate.core.verdict import Verdict
 from relgate.evidence.baselines import board_key
 from relgate.ledger.store import StepRow
+from relgate.measure.compare import BLOCK, RERUN, UNDECIDED
 from relgate.signoff.assemble import Signoff
 from relgate.signoff.checklist import ItemResult
-from relgate.signoff.compare import BLOCK, RERUN, UNDECIDED
 
 __all__ = ["Link", "Cell", "MatrixRow", "matrix", "measure_anchor", "quality_anchor", "step_anchor", "item_anchor"]
 

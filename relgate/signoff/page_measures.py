@@ -13,11 +13,11 @@ from collections.abc import Mapping, Sequence
 
 from relgate.core.record import record
 from relgate.manifest.measures import MeasureSpec
-from relgate.signoff.compare import PASS, RERUN, UNDECIDED, BoardComparison, Comparison, MetricResult
+from relgate.measure.compare import PASS, RERUN, UNDECIDED, BoardComparison, Comparison, MetricResult
+from relgate.measure.quality import QualityReport
+from relgate.measure.specs import row_label
+from relgate.measure.stats import critical, runs_to_resolve
 from relgate.signoff.page_matrix import measure_anchor, quality_anchor
-from relgate.signoff.quality import QualityReport
-from relgate.signoff.report import row_label
-from relgate.signoff.stats import critical, runs_to_resolve
 
 __all__ = ["BAR_WIDTH", "PASSING_SHOWN", "Bar", "RowView", "BoardView", "QualityView", "measure_views",
            "quality_views"]

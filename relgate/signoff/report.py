@@ -13,12 +13,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from relgate.core.text import code, inert, md
+from relgate.measure.compare import BoardComparison, Comparison, MetricResult
+from relgate.measure.quality import BoardQuality, QualityReport
+from relgate.measure.specs import row_label
 from relgate.signoff.assemble import Signoff
 from relgate.signoff.checklist import describe
-from relgate.signoff.compare import BoardComparison, Comparison, MetricResult
-from relgate.signoff.quality import BoardQuality, QualityReport
 
-__all__ = ["SECTION_TITLE", "render_json", "render_markdown", "render_changelog_section", "row_label"]
+__all__ = ["SECTION_TITLE", "render_json", "render_markdown", "render_changelog_section"]
 
 SECTION_TITLE = "Measurements and verification"
 
@@ -27,12 +28,6 @@ def _num(value: float | None) -> str:
     if value is None:
         return "-"
     return f"{value:.4g}" if abs(value) < 1e6 else f"{value:.6g}"
-
-
-def row_label(key: Sequence[str], columns: Sequence[str]) -> str:
-    if len(key) == 1 and len(columns) >= 1:  # one key column, the usual case: no join
-        return f"{columns[0]}={key[0]}"
-    return " ".join(f"{c}={v}" for c, v in zip(columns, key)) or "(one row)"
 
 
 def _batch_json(b: Any) -> dict[str, Any] | None:

@@ -99,8 +99,8 @@ def run_signoff(ws: Workspace, *, out_dir: Path | None = None, out: TextIO = sys
     keys = {}
     if ws.measurements is not None:
         keys = {n: m.key for n, m in {**ws.measurements.measures, **ws.measurements.quality}.items()}
+    from relgate.measure.plots import render_plots
     from relgate.signoff.page_report import page_html
-    from relgate.signoff.plots import render_plots
 
     pictures = render_plots(s.comparisons, keys)
     files = {"signoff.md": render_markdown(s, keys, {k: v[0] for k, v in pictures.items()}).encode(),

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from relgate.core.text import inert
 from relgate.manifest.measures import MeasureSpec
+from relgate.measure.bound import Bound, board_bounds, percent
+from relgate.measure.compare import PASS, RERUN, UNDECIDED, BoardComparison, NoiseFloor
+from relgate.measure.needs import need_lines, needs_of, undecided_line, undecided_rows
+from relgate.measure.power import runs_needed, sigma_of_half_width
+from relgate.measure.specs import row_label
 from relgate.run.console import render_table
-from relgate.signoff.bound import Bound, board_bounds, percent
-from relgate.signoff.compare import PASS, RERUN, UNDECIDED, BoardComparison, NoiseFloor
-from relgate.signoff.needs import need_lines, needs_of, undecided_line, undecided_rows
-from relgate.signoff.power import runs_needed, sigma_of_half_width
-from relgate.signoff.report import row_label
 
 __all__ = ["board_lines", "noise_lines", "bound_line", "next_lines"]
 

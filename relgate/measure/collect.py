@@ -32,12 +32,12 @@ from relgate.manifest.measures import MeasureSpec
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
+from relgate.measure.measurements import Row, parse_rows, record_batch
+from relgate.measure.specs import Spec, source_hash, spec_of
 from relgate.remote.pool import host_pool
 from relgate.run.console import ConsoleReporter, render_summary
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import HostPool, RunSummary, StepOutcome, run_steps
-from relgate.signoff.measurements import Row, parse_rows, record_batch
-from relgate.signoff.specs import Spec, source_hash, spec_of
 
 __all__ = ["Side", "previous_side", "measure", "measure_of", "run_name"]
 

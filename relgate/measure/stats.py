@@ -139,7 +139,7 @@ def runs_to_resolve(runs: int, half_width: float, target: float) -> int:
     """Runs a side for an interval of ``half_width`` measured at ``runs`` a side to shrink to
     ``target`` (the half-width falls as one over the square root of the runs). Only the width:
     the runs a *decision* needs (a change called at a power, under the false-alarm bound) are
-    :func:`relgate.signoff.power.runs_needed`, often 25 times as many."""
+    :func:`relgate.measure.power.runs_needed`, often 25 times as many."""
     if half_width <= target or target <= 0:
         return runs
     return math.ceil(runs * (half_width / target) ** 2)

@@ -1,6 +1,6 @@
 """What a board's noise lets a verdict tell, and what a decision would need: the runs a side
 one batch needs to call a change a fifth beyond ``rerun_above`` ``slower`` and a fifth beyond
-``block_above`` ``block`` at the measure's ``power`` (:mod:`relgate.signoff.power`), and the
+``block_above`` ``block`` at the measure's ``power`` (:mod:`relgate.measure.power`), and the
 smallest change the runs already measured can call; for a typical row and for the suite.
 
 The noise comes from the board's A/A floor when one is recorded, else from the batches at
@@ -14,9 +14,9 @@ from collections.abc import Sequence
 
 from relgate.core.record import record
 from relgate.manifest.measures import MeasureSpec
-from relgate.signoff.bound import Bound, board_bounds
-from relgate.signoff.compare import UNDECIDED, BoardComparison, MetricResult, NoiseFloor
-from relgate.signoff.power import HL_FACTOR, runs_needed, sigma_of_half_width, smallest_change, z_of
+from relgate.measure.bound import Bound, board_bounds
+from relgate.measure.compare import UNDECIDED, BoardComparison, MetricResult, NoiseFloor
+from relgate.measure.power import HL_FACTOR, runs_needed, sigma_of_half_width, smallest_change, z_of
 
 __all__ = ["Need", "Needs", "needs_of", "floor_needs", "undecided_rows", "row_sigma_of", "MARGIN", "duration", "need_lines",
            "undecided_line"]

@@ -16,11 +16,11 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.manifest.workspace import Workspace
-from relgate.signoff.candidate import candidate_of
-from relgate.signoff.compare import BLOCK, Comparison, compare, exit_code
-from relgate.signoff.quality import QualityReport, check_quality
-from relgate.signoff.specs import spec_of
-from relgate.signoff.tables import board_lines
+from relgate.measure.candidate import candidate_of
+from relgate.measure.compare import BLOCK, Comparison, compare, exit_code
+from relgate.measure.quality import QualityReport, check_quality
+from relgate.measure.specs import spec_of
+from relgate.measure.tables import board_lines
 
 __all__ = ["compare_recorded", "recorded_comparisons", "run_compare", "print_comparison", "print_quality"]
 
@@ -113,17 +113,17 @@ def known_board(ledger: Ledger, project: str, specs: Sequence[MeasureSpec | Qual
 def run_compare(ws: Workspace, names: Sequence[str], *, previous: str | None = None, board: str | None = None,
                 argv: Sequence[str] = (), out: TextIO = sys.stdout, show_all: bool = False, aa: bool = False) -> int:
     """``nox -s compare [-- NAME …] [--previous REF] [--all] [--aa]``: measure, then compare
-    (``--until-decided``: :mod:`relgate.signoff.until`)."""
+    (``--until-decided``: :mod:`relgate.measure.until`)."""
     if ws.measurements is None:
         raise InputError(f"{ws.manifests_dir}: no measurements.toml")
     if aa:
-        from relgate.signoff.noise import run_aa
+        from relgate.measure.noise import run_aa
 
         if previous is not None:
             raise InputError("compare --aa measures the candidate against itself: it takes no --previous")
         return run_aa(ws, list(names) or list(ws.measurements.measures), board=board, argv=argv, out=out,
                       show_all=show_all)
-    from relgate.signoff.collect import measure, measure_of  # runs steps: not needed to compare what is recorded
+    from relgate.measure.collect import measure, measure_of  # runs steps: not needed to compare what is recorded
 
     names = list(names) or [*ws.measurements.measures, *ws.measurements.quality]
     summary, batches = measure(ws, names, previous=previous, argv=argv, out=out)

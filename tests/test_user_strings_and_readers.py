@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conftest import Project, git
-from test_false_green_round3 import _cells, _rows
+from test_evidence_captures import _cells
 from test_signoff import BASELINE, BOARD, CHECKLIST, SPEED, _csv, _ok
 
 HOSTILE = [
@@ -284,7 +284,7 @@ def test_a_capture_past_the_cap_is_an_error_not_a_hang(tinyinfer: Project, how: 
     tinyinfer.commit("a capture with no end")
     done = tinyinfer.nox("gate", timeout=300)
     assert done.returncode == 1, done.stdout + done.stderr
-    row = _rows(tinyinfer)["kernels-cpu"]
+    row = tinyinfer.ledger_rows()["kernels-cpu"]
     assert row["verdict"] == "error" and why in row["reason"], row
 
 

@@ -19,10 +19,10 @@ from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.manifest.measures import MeasureSpec
 from relgate.manifest.workspace import Workspace
-from relgate.signoff.compare import EXIT_RERUN, EXIT_UNDECIDED, RERUN, UNDECIDED
-from relgate.signoff.measure_stage import compare_recorded, recorded_comparisons
-from relgate.signoff.needs import duration, floor_needs, need_lines
-from relgate.signoff.specs import spec_of
+from relgate.measure.compare import EXIT_RERUN, EXIT_UNDECIDED, RERUN, UNDECIDED
+from relgate.measure.needs import duration, floor_needs, need_lines
+from relgate.measure.specs import spec_of
+from relgate.measure.stage import compare_recorded, recorded_comparisons
 
 __all__ = ["Budget", "run_until_decided"]
 
@@ -43,7 +43,7 @@ def run_until_decided(ws: Workspace, names: Sequence[str], *, previous: str | No
                       budget: Budget = Budget()) -> int:
     """Batches until decided; the comparison's exit status (a board open when the budget ran
     out: 4, undecided)."""
-    from relgate.signoff.collect import measure  # runs steps
+    from relgate.measure.collect import measure  # runs steps
 
     if budget.max_runs is not None and budget.max_runs < 1:
         raise InputError("--max-runs: at least 1 run a side")

@@ -3,7 +3,7 @@
 A row (or the suite) is ``block`` when the lower end of its Mann–Whitney interval lies beyond
 ``block_above``: when ``U_t``, the count of the ``m·n`` wrong-way differences ``y - x`` at or
 below the threshold ``t``, is at most U's critical value ``c`` at the look's confidence
-(:mod:`relgate.signoff.bound`). With log-normal run-to-run noise ``σ`` (``log`` of a run is
+(:mod:`relgate.measure.bound`). With log-normal run-to-run noise ``σ`` (``log`` of a run is
 normal) and a true move ``δ`` beyond ``t``, ``U_t`` counts pairs with ``(Y - X) <= -δ`` where
 ``Y - X ~ N(0, 2σ²)``; its mean is ``m·n·p`` and its variance
 ``m·n·(p(1-p) + (m + n - 2)(q - p²))`` with ``p = Φ(-δ/(σ√2))`` and
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from functools import lru_cache
 from statistics import NormalDist
 
-from relgate.signoff.stats import critical
+from relgate.measure.stats import critical
 
 __all__ = ["power_beyond", "decision_power", "runs_needed", "sigma_of_runs", "sigma_of_half_width",
            "smallest_change", "z_of", "HL_FACTOR"]

@@ -2,7 +2,7 @@
 
 Every counted run (after ``warmup``) of both sides is a sample. Per row and metric the
 ratio candidate / previous gets a confidence interval (``confidence``, 95 % by default;
-Hodges–Lehmann with the Mann–Whitney interval, :mod:`relgate.signoff.stats`), and the
+Hodges–Lehmann with the Mann–Whitney interval, :mod:`relgate.measure.stats`), and the
 interval is judged against the thresholds, as the move the wrong way:
 
 - ``pass``: the whole interval lies within ``rerun_above``;
@@ -36,10 +36,10 @@ from relgate.core.forked import map_chunks
 from relgate.core.record import record
 from relgate.ledger.store import BatchRow, Ledger
 from relgate.manifest.measures import MeasureSpec
-from relgate.signoff.bound import Bound, board_bounds, percent
-from relgate.signoff.power import sigma_of_runs
-from relgate.signoff.suite import SUITE_KEY, references, suite_rows, suite_runs
-from relgate.signoff.stats import Shift, _achieved, _logs_or_scaled, critical, decide, hl_ratio, wrong_way_samples
+from relgate.measure.bound import Bound, board_bounds, percent
+from relgate.measure.power import sigma_of_runs
+from relgate.measure.suite import SUITE_KEY, references, suite_rows, suite_runs
+from relgate.measure.stats import Shift, _achieved, _logs_or_scaled, critical, decide, hl_ratio, wrong_way_samples
 
 __all__ = ["PASS", "RERUN", "SLOWER", "BLOCK", "UNDECIDED", "MISSING", "compared", "coverage", "missing_verdict",
            "Samples", "Medians", "samples", "medians",

@@ -22,7 +22,7 @@ from relgate.core.record import record
 from relgate.core.text import check_line, check_name, inert, line_problem
 from relgate.ledger.store import DuplicateBatch, Ledger
 from relgate.manifest.measures import MeasureSpec, QualitySpec
-from relgate.signoff.specs import source_hash, spec_of
+from relgate.measure.specs import source_hash, spec_of
 
 __all__ = ["Row", "parse_records", "parse_rows", "record_batch", "metrics_of", "add_measurements", "check_meta", "FILLED"]
 

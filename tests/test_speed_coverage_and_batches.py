@@ -87,7 +87,7 @@ def test_nothing_recorded_for_a_refused_file(project: Project, tmp_path: Path) -
 
 def test_a_previous_value_of_zero_already_in_the_ledger_is_no_pass(project: Project, tmp_path: Path) -> None:
     """A row of 0 recorded by an older relgate: the compare says so, and nothing passes on it."""
-    from relgate.signoff.compare import PASS, compare_board, samples
+    from relgate.measure.compare import PASS, compare_board, samples
     from relgate.ledger.store import Ledger
     import tomllib
     from relgate.manifest.measures import parse_measurements
@@ -178,7 +178,7 @@ def _spec(tmp: Path, fmt: str, key: str = '["ctx"]'):  # type: ignore[no-untyped
 def test_a_repeated_key_is_refused_with_file_and_line(tmp_path: Path, fmt: str, key: str, text: str, where: str,
                                                       what: str) -> None:
     from relgate.core.errors import InputError
-    from relgate.signoff.measurements import parse_rows
+    from relgate.measure.measurements import parse_rows
 
     with pytest.raises(InputError) as err:
         parse_rows(text.encode(), _spec(tmp_path, fmt, key), source="rows.txt", known={"board": "B"})

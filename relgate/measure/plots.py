@@ -8,7 +8,7 @@ import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from relgate.signoff.compare import Comparison
+from relgate.measure.compare import Comparison
 
 __all__ = ["available", "render_plots"]
 
@@ -33,7 +33,7 @@ def render_plots(comparisons: Mapping[str, Comparison], keys: Mapping[str, Seque
     from matplotlib import pyplot as plt
     from matplotlib.figure import Figure
 
-    from relgate.signoff.report import row_label
+    from relgate.measure.specs import row_label
 
     out: dict[tuple[str, str], tuple[str, bytes]] = {}
     for name, comp in sorted(comparisons.items()):

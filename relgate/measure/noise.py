@@ -24,10 +24,10 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BatchRow, Ledger
 from relgate.manifest.measures import MeasureSpec
 from relgate.manifest.workspace import Workspace
-from relgate.signoff.compare import BLOCK, RERUN, SLOWER, BoardComparison, judge_board, noise_of, samples, wrong_way
-from relgate.signoff.specs import spec_of
-from relgate.signoff.stats import shift_interval
-from relgate.signoff.tables import board_lines
+from relgate.measure.compare import BLOCK, RERUN, SLOWER, BoardComparison, judge_board, noise_of, samples, wrong_way
+from relgate.measure.specs import spec_of
+from relgate.measure.stats import shift_interval
+from relgate.measure.tables import board_lines
 
 __all__ = ["aa_pairs", "aa_compare", "run_aa", "measure_noise"]
 
@@ -130,7 +130,7 @@ def run_aa(ws: Workspace, names: Sequence[str], *, board: str | None = None, arg
     """``nox -s compare -- --aa NAME …``: A/A batch pairs, interleaved, while a row straddles a
     threshold (at most ``max_batches``); prints the A/A comparison and records the floor.
     Exit 0 when identical code came out neither slower nor blocked, 1 when it did."""
-    from relgate.signoff.collect import measure
+    from relgate.measure.collect import measure
 
     specs = [_measure_spec(ws, n) for n in names]
     facts = read_git_facts(ws.project.root)
