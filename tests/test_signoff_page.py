@@ -155,8 +155,11 @@ def test_the_c_examples_signoff_page_in_a_browser(example: Project) -> None:
     for tr, row in zip(mrows, expected):
         cells = [_text(td) for td in tr.find_all("td")]
         assert cells[0] == row["row"] and cells[1] == row["metric"] and cells[5] == f"{row['ratio']:.3f}×"
-        low, high = row["interval"]
-        assert cells[6].startswith(f"{low:.3f}–{high:.3f}×"), cells
+        if row["interval"] is None:  # too few runs for an interval at the bound's confidence: none is drawn
+            assert cells[6] in ("point estimate", "no interval at this confidence"), cells
+        else:
+            low, high = row["interval"]
+            assert cells[6].startswith(f"{low:.3f}–{high:.3f}×"), cells
         assert cells[9] == row["verdict"] and len(tr.find_all("svg", cls="bar")) == 1
     scorer = dom.by_id("quality")
     assert "first_match >= 19" in _text(scorer) and "previous release" in _text(scorer)
@@ -290,7 +293,9 @@ def test_a_hostile_note_step_name_and_log_render_as_text(tinyinfer: Project, tmp
     p = tinyinfer
     _ok(p.nox("gate", extra=("--", "kernels-cpu")))
     ansi = "\x1b[31mred\x1b[0m"
-    _ok(p.relgate("attest", "ci-green", "--by", "</td><b>mallory</b>", "--note", f"{HOSTILE_SCRIPT}</td>{ansi}"))
+    refused = p.relgate("attest", "ci-green", "--by", "mallory", "--note", f"{HOSTILE_SCRIPT}</td>{ansi}")
+    assert refused.returncode == 2 and "--note: holds an ANSI escape" in refused.stderr  # the input rule
+    _ok(p.relgate("attest", "ci-green", "--by", "</td><b>mallory</b>", "--note", f"{HOSTILE_SCRIPT}</td>"))
     big = tmp_path / "big.py"
     big.write_text("import sys\nsys.stdout.write('x' * 10_000_000 + '\\n\\x1b[32m</td></tr></table>"
                    + HOSTILE_IMG.replace("'", "\\'") + "\\n')\n")  # a 10 MB line, then markup and ANSI
@@ -309,7 +314,7 @@ def test_a_hostile_note_step_name_and_log_render_as_text(tinyinfer: Project, tmp
                            reason=f"{ansi} lost the connection</td>")
         ledger.finish_run(run, "ok")
         ledger.add_decision(project=key, commit=head, dirty=False, item="maintainer-approval", kind="attest",
-                            by="bo", note="y" * 10_000_000 + HOSTILE_SCRIPT)
+                            by="bo", note=ansi + "y" * 10_000_000 + HOSTILE_SCRIPT)  # past the input rule
     page = tmp_path / "hostile.html"
     _ok(p.relgate("report", "--html", str(page), "--embed-logs"))
     assert page.stat().st_size < 1_000_000  # the 10 MB note and the 10 MB log line are capped
@@ -322,12 +327,13 @@ def test_a_hostile_note_step_name_and_log_render_as_text(tinyinfer: Project, tmp
     assert "data-pwned" not in html.attrs and not [n for n in dom.walk() if "data-pwned" in n.attrs]
     assert [n.tag for n in dom.walk() if n.tag in ("script", "img", "b")] == ["script"]
     text = _text(dom)
-    assert HOSTILE_SCRIPT + "</td>␛[31mred␛[0m" in text  # the note, as text, its escapes visible
+    assert HOSTILE_SCRIPT + "</td>" in text  # the note, as text
     assert "</td><b>mallory</b>" in text
     assert "kernels</td><td>" + HOSTILE_SCRIPT in text
     assert "␛[31mred␛[0m lost the connection</td>" in _text(dom.by_id("errors").find_all("ul")[0])
     decisions = _text(dom.by_id("decisions"))
     assert "maintainer-approval attested by bo" in decisions and "more characters on this line" in decisions
+    assert "␛[31mred␛[0m" + "y" * 100 in decisions  # a ledger note's escapes, visible
     assert "y" * 1900 in text and "y" * 2001 not in text  # every line capped at 2,000 characters
     tail = next(t for t in dom.find_all("details", cls="tail") if "</table>" in _text(t))
     assert "␛[32m</td></tr></table>" + HOSTILE_IMG in _text(tail)

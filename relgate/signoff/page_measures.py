@@ -135,8 +135,12 @@ def _needed(r: MetricResult, spec: MeasureSpec | None) -> str:
 
 
 def _row(r: MetricResult, keys: Sequence[str], spec: MeasureSpec | None) -> RowView:
-    interval = "-" if r.direction == "equal" else ("point estimate" if r.low is None or r.high is None else
-                                                   f"{r.low:.3f}–{r.high:.3f}× (±{(r.high - r.low) / 2:.1%})")
+    if r.direction == "equal":
+        interval = "-"
+    elif r.low is None or r.high is None:  # one run a side, or too few runs for the bound's confidence
+        interval = "point estimate" if "point estimate" in r.reason else "no interval at this confidence"
+    else:
+        interval = f"{r.low:.3f}–{r.high:.3f}× (±{(r.high - r.low) / 2:.1%})"
     return RowView(label=row_label(r.key, keys), metric=r.metric, direction=r.direction, previous=_num(r.previous),
                    candidate=" → ".join(_num(v) for v in r.candidates), ratio=f"{r.ratio:.3f}×", interval=interval,
                    runs=f"{r.runs[0]}/{r.runs[1]}", verdict=r.verdict, reason=r.reason, bar=_bar(r, spec),
