@@ -49,10 +49,15 @@ def toml_key(name: str) -> str:
     return name if re.fullmatch(r"[A-Za-z0-9_-]+", name) else quote(name)
 
 
+def make_shell(target: str) -> str:
+    """``make TARGET`` as a shell command that names exactly ``target``."""
+    word = target if re.fullmatch(r"[A-Za-z0-9_.+@%/][A-Za-z0-9_.+@%/-]*", target) else shlex.quote(target)
+    return f"make {'-- ' if target.startswith('-') else ''}{word}"
+
+
 def make_command(target: str) -> str:
     """``make TARGET`` as a TOML string whose shell command names exactly ``target``."""
-    word = target if re.fullmatch(r"[A-Za-z0-9_.+@%/][A-Za-z0-9_.+@%/-]*", target) else shlex.quote(target)
-    return quote(f"make {'-- ' if target.startswith('-') else ''}{word}")
+    return quote(make_shell(target))
 
 
 def env_prefix(name: str) -> str:
@@ -205,7 +210,7 @@ def make_build_command(facts: MakeFacts) -> str:
     from relgate.manifest.make_db import release_builds
 
     releases = release_builds(facts.database, facts.targets, facts.default_goal) if facts.database else []
-    return f"make {releases[0].name}" if releases else "make"
+    return make_shell(releases[0].name) if releases else "make"
 
 
 def python_builds(facts: PythonFacts) -> str:
