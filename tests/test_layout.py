@@ -106,7 +106,7 @@ def test_the_lane_sessions_are_the_engines_built_in_lanes():
 
 def test_a_local_only_run_does_not_load_the_ssh_side():
     """paramiko and Fabric cost more to import than everything `nox -s host` does on a local host."""
-    code = ("import sys; import relgate.stages, relgate.remote.pool, relgate.cli;"
+    code = ("import sys; import relgate.stages.steps, relgate.remote.pool, relgate.cli;"
             "print(sorted(m for m in ('paramiko', 'fabric', 'invoke') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert done.stdout.strip() == "[]"
@@ -116,7 +116,7 @@ def test_the_host_path_imports_only_what_it_uses():
     """Startup is relgate's fixed cost on every session (bench/fixed_cost.py): the stdlib modules
     only some runs need (a bad name's suggestion, SSH hosts, fleets, declared products) load
     when those runs need them, and the records cost no code generation."""
-    code = ("import sys, dataclasses; import relgate.stages, relgate.cli, relgate.remote.fleet;"
+    code = ("import sys, dataclasses; import relgate.stages.steps, relgate.cli, relgate.remote.fleet;"
             "print(sorted(m for m in ('difflib', 'getpass', 'uuid', 'concurrent.futures', 'glob', 'termios')"
             " if m in sys.modules));"
             "print(sum(dataclasses.is_dataclass(c) and '__record_init__' not in c.__dict__"
