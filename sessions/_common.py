@@ -1,5 +1,5 @@
-"""Glue shared by the sessions: load the workspace once per process, render errors once,
-map exit codes.
+"""Glue shared by the sessions: load the workspace once per process, run a stage of the
+registry (:mod:`relgate.stages.registry`), render errors once, map exit codes (once: :func:`_exit`).
 
 Nothing of the engine is imported here at module level: `nox -l` only registers the
 sessions, so listing them must not pay for the engine, its TOML, git or packaging code.
@@ -8,6 +8,8 @@ sessions, so listing them must not pay for the engine, its TOML, git or packagin
 from __future__ import annotations
 
 import os
+import sys
+from argparse import Namespace
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import nox
 
 if TYPE_CHECKING:
-    from relgate.manifest.options import RunOptions
     from relgate.manifest.workspace import Workspace
 
 WORKSPACE = Path(__file__).resolve().parent.parent
@@ -35,13 +36,14 @@ def workspace(session: nox.Session) -> Workspace:
     return _LOADED[key]
 
 
-def _exit(session: nox.Session, code: int) -> None:
-    if code == 2 or code >= 128:
-        # Bad input (2) or an interrupt (128 + signal): stop nox itself, with that code;
-        # nox would report any session failure as 1 and go on to the next session.
+def _exit(session: nox.Session, code: int, *, keep: tuple[int, ...] = (), see: str = "the table above") -> None:
+    """The one mapping of a stage's exit code to the session's: 0 green; 2 (bad input), an
+    interrupt (128 + signal) and the codes in ``keep`` stop nox itself with that code (nox would
+    report any session failure as 1 and go on to the next session); any other fails the session."""
+    if code in (2, *keep) or code >= 128:
         raise SystemExit(code)
     if code:
-        session.error(f"{session.name}: red (exit {code}); see the table above")
+        session.error(f"{session.name}: red (exit {code}); see {see}")
 
 
 def guarded(func: Callable[[], int]) -> int:
@@ -50,20 +52,20 @@ def guarded(func: Callable[[], int]) -> int:
     return engine_guarded(func)
 
 
-def run_options(session: nox.Session, argv: Sequence[str] | None = None, *, names: bool = True) -> RunOptions:
+def run_options(session: nox.Session, argv: Sequence[str] | None = None, *, names: bool = True) -> Namespace:
     """The run options after ``--``; bad usage is bad input (exit 2)."""
-    from relgate.manifest.options import parse_run_options
+    from relgate.manifest.options import options_from, parse_run_args
 
-    holder: list[RunOptions] = []
+    holder: list[Namespace] = []
     args = session.posargs if argv is None else argv
     prog = f"nox -s {session.name} --"
     # How many sessions this nox invocation runs (nox keeps no public count of them).
     sessions = len(getattr(getattr(session, "_runner", None), "manifest", None) or ())
 
     def parse() -> int:
-        options = parse_run_options(args, prog=prog, names=names)
-        options.check_shared_reports(sessions)
-        holder.append(options)
+        parsed = parse_run_args(args, prog=prog, names=names)
+        options_from(parsed).check_shared_reports(sessions)
+        holder.append(parsed)
         return 0
 
     code = guarded(parse)
@@ -71,37 +73,37 @@ def run_options(session: nox.Session, argv: Sequence[str] | None = None, *, name
     return holder[0]
 
 
-def stage_session(session: nox.Session, stage: Callable[..., Any] | str, *stage_args: Any, names: bool = True,
-                  posargs: Sequence[str] | None = None) -> None:
-    """A session that runs one engine stage with the run options after ``--``: green when
-    nothing failed (or only listed), red otherwise; bad input exits 2.
-
-    A stage named by a string is one of :mod:`relgate.stages` that runs steps on the hosts:
-    the git facts and the local host's detection are begun once the workspace is loaded, so
-    their processes run while the engine is imported."""
-    options = run_options(session, posargs, names=names)
-    argv = ["nox", "-s", session.name, *session.posargs]
-
-    def green(ws: Workspace) -> bool:
-        run = stage
-        if isinstance(run, str):
-            if not options.list_only:
-                from relgate.run.facts import start_facts
-
-                start_facts(ws)
-            import relgate.stages
-
-            run = getattr(relgate.stages, run)
-        summary = run(ws, *stage_args, argv=argv, options=options)
-        return summary is None or summary.ok(require_all=options.require_all)
-
-    run_stage(session, green)
+def stage_session(session: nox.Session, name: str, *, names: bool = True, posargs: Sequence[str] | None = None,
+                  **fixed: Any) -> None:
+    """A session that runs the stage ``name`` of :mod:`relgate.stages.registry` with the run
+    options after ``--`` (and ``fixed``, what the session itself decides: the lane, the action):
+    green when nothing failed (or it only listed), red otherwise; bad input exits 2."""
+    args = run_options(session, posargs, names=names)
+    vars(args).update(fixed, argv=["nox", "-s", session.name, *session.posargs])
+    run_stage(session, name, args, lambda: workspace(session))
 
 
-def run_stage(session: nox.Session, stage: Callable[[Workspace], bool]) -> None:
-    """Load the workspace (once per process) and run one stage; bad input exits 2, a red
-    stage fails the session."""
-    _exit(session, guarded(lambda: 0 if stage(workspace(session)) else 1))
+def command_session(session: nox.Session, name: str, *, posargs: Sequence[str] | None = None,
+                    keep: tuple[int, ...] = (), see: str = "above") -> None:
+    """A session that runs the stage ``name`` as ``relgate NAME …posargs`` would: the options
+    read by the command line's own parser, in the folder nox was invoked from (relative
+    RELGATE_* paths and --out mean what the user meant)."""
+    from relgate.stages.catalog import load, parser
+
+    os.chdir(session.invoked_from)
+    argv = ["--workspace", str(WORKSPACE), name, *(session.posargs if posargs is None else posargs)]
+    args = parser(name).parse_args(argv)
+    args.argv = sys.argv
+    run_stage(session, name, args, lambda: load(args), keep=keep, see=see)
+
+
+def run_stage(session: nox.Session, name: str, args: Namespace, load: Callable[[], Workspace], *,
+              keep: tuple[int, ...] = (), see: str = "the table above") -> None:
+    """Run one stage from the registry; its exit code decides the session (:func:`_exit`)."""
+    from relgate.stages.catalog import get
+
+    stage = get(name)
+    _exit(session, guarded(lambda: stage.run(load, args, sys.stdout).code), keep=keep, see=see)
 
 
 def listed(session: nox.Session, what: str) -> bool:

@@ -12,6 +12,4 @@ def evidence(session: nox.Session) -> None:
     """Evidence: diff each board's capture against the last accepted one; intentional.toml explains changes."""
     if listed(session, "each board's evidence capture at this commit against its last accepted baseline"):
         return
-    from relgate.stages import run_evidence_check
-
-    stage_session(session, run_evidence_check, names=False)
+    stage_session(session, "evidence", names=False, evidence_command="check")

@@ -10,4 +10,4 @@ from ._common import stage_session
 @nox.session(python=False, tags=["host", "qualify"])
 def host(session: nox.Session) -> None:
     """Host checks: lane census, warning-free release builds, tests, --help, git diff --check."""
-    stage_session(session, "run_host_checks")
+    stage_session(session, "host")

@@ -13,7 +13,7 @@ import sys
 
 import nox
 
-from ._common import WORKSPACE, _exit, stage_session
+from ._common import command_session, stage_session
 
 # The built-in lanes that are sessions of their own (the host lane's targets run inside
 # `nox -s host`), with the engine's descriptions (relgate.manifest.lanes.BUILTIN_LANE_DEFS).
@@ -29,7 +29,7 @@ LANE_SESSIONS = {
 
 def _lane_session(lane: str, description: str) -> None:
     def session_func(session: nox.Session) -> None:
-        stage_session(session, "run_lane", lane)
+        stage_session(session, "lane", lane=lane)
 
     session_func.__name__ = lane
     session_func.__doc__ = f"{lane} lane: {description}."
@@ -47,20 +47,17 @@ def project_lane(session: nox.Session) -> None:
     if not session.posargs or session.posargs[0].startswith("-"):
         print("relgate: nox -s lane -- NAME [TARGET …]: name the lane first", file=sys.stderr)
         raise SystemExit(2)  # bad usage, like every other usage error
-    stage_session(session, "run_lane", session.posargs[0], posargs=session.posargs[1:])
+    stage_session(session, "lane", lane=session.posargs[0], posargs=session.posargs[1:])
 
 
 @nox.session(python=False, tags=["host", "lanes"])
 def census(session: nox.Session) -> None:
     """Lane census: every declared target has exactly one lane; no stale rows; layout rules."""
-    from relgate.cli import main
-
     os.chdir(session.invoked_from)  # relative RELGATE_* paths mean what the user meant
     if "--list" in session.posargs:  # what the census checks; it runs nothing anyway
         print("census: every declared target has exactly one lane, no stale row, the layout rules "
               "(relgate census; README: the census rules)")
         return
-    code = main(["--workspace", str(WORKSPACE), "census"])
     # 1 (violations) fails this session and the run goes on to print nox's summary; 2 (unreadable
     # input) stops nox with that code, as every session does
-    _exit(session, code)
+    command_session(session, "census", posargs=(), see="the table above")

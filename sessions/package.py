@@ -18,9 +18,7 @@ def package_verify(session: nox.Session) -> None:
     if listed(session, "export, package, extract, inspect, then the offline build and tests of the "
                        "extracted package"):
         return
-    from relgate.package.verify import run_package_verify
-
-    stage_session(session, run_package_verify, names=False)
+    stage_session(session, "package-verify", names=False)
 
 
 @nox.session(python=False, tags=["package"])
@@ -29,6 +27,4 @@ def publish_dry_run(session: nox.Session) -> None:
     if listed(session, "the locked publish dry run (cargo) or an upload to a local index, install and import "
                        "(python)"):
         return
-    from relgate.package.publish import run_publish_dry_run
-
-    stage_session(session, run_publish_dry_run, names=False)
+    stage_session(session, "publish-dry-run", names=False)

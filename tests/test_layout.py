@@ -106,7 +106,7 @@ def test_the_lane_sessions_are_the_engines_built_in_lanes():
 
 def test_a_local_only_run_does_not_load_the_ssh_side():
     """paramiko and Fabric cost more to import than everything `nox -s host` does on a local host."""
-    code = ("import sys; import relgate.stages, relgate.remote.pool, relgate.cli;"
+    code = ("import sys; import relgate.stages.steps, relgate.remote.pool, relgate.cli;"
             "print(sorted(m for m in ('paramiko', 'fabric', 'invoke') if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO)
     assert done.stdout.strip() == "[]"
@@ -116,7 +116,7 @@ def test_the_host_path_imports_only_what_it_uses():
     """Startup is relgate's fixed cost on every session (bench/fixed_cost.py): the stdlib modules
     only some runs need (a bad name's suggestion, SSH hosts, fleets, declared products) load
     when those runs need them, and the records cost no code generation."""
-    code = ("import sys, dataclasses; import relgate.stages, relgate.cli, relgate.remote.fleet;"
+    code = ("import sys, dataclasses; import relgate.stages.steps, relgate.cli, relgate.remote.fleet;"
             "print(sorted(m for m in ('difflib', 'getpass', 'uuid', 'concurrent.futures', 'glob', 'termios')"
             " if m in sys.modules));"
             "print(sum(dataclasses.is_dataclass(c) and '__record_init__' not in c.__dict__"
@@ -192,3 +192,55 @@ def test_no_import_circles_among_engine_modules():
 def test_the_circle_check_finds_a_lazy_circle():
     graph = {"relgate.a.x": {"relgate.a.y"}, "relgate.a.y": {"relgate.a.x"}, "relgate.a.z": {"relgate.a.x"}}
     assert _circles(graph) == [["relgate.a.x", "relgate.a.y"]]
+
+
+def _calls(path: Path, func: str) -> list[ast.Call]:
+    tree = ast.parse(path.read_text(), filename=str(path))
+    return [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+            and (getattr(n.func, "id", None) == func or getattr(n.func, "attr", None) == func)]
+
+
+def test_one_registry_that_the_cli_and_the_sessions_read():
+    """Every command of ``relgate`` is a stage of the one registry, with the registry's description;
+    every session runs a registered stage by its name; a name registered twice is an error."""
+    from relgate import cli
+    from relgate.stages.catalog import stages
+    from relgate.stages.registry import stage
+
+    registry = stages()
+    sub = next(a for a in cli._parser()._actions if a.dest == "command")
+    assert list(sub.choices) == list(registry)
+    assert {c.dest: c.help for c in sub._choices_actions} == {s.name: s.description for s in registry.values()}
+    used = set()
+    for path in sorted((REPO / "sessions").glob("*.py")):
+        for call in _calls(path, "stage_session") + _calls(path, "command_session"):
+            if path.name == "_common.py":
+                continue
+            name = call.args[1]
+            assert isinstance(name, ast.Constant) and name.value in registry, f"{path.name}:{call.lineno}"
+            used.add(name.value)
+    assert {"host", "lane", "census", "evidence", "package-verify", "publish-dry-run", "compare", "signoff",
+            "tag"} <= used
+    with pytest.raises(ValueError, match="registered twice"):
+        stage("host", "again")(lambda workspace, options, out: None)  # type: ignore[arg-type,return-value]
+    assert registry["host"].run.__module__ == "relgate.stages.host"
+    # No second list of commands: the CLI and the sessions keep no table of their own.
+    for path in [*sorted((REPO / "sessions").glob("*.py")), REPO / "noxfile.py", ENGINE / "cli.py"]:
+        tree = ast.parse(path.read_text(), filename=str(path))
+        targets = {t.id for n in ast.walk(tree) if isinstance(n, ast.Assign) for t in n.targets
+                   if isinstance(t, ast.Name)}
+        assert not targets & {"COMMANDS", "_COMMANDS"}, path
+
+
+def test_no_string_getattr_on_the_stages_and_no_second_path_through_the_cli():
+    """The sessions reach a stage through the registry: never ``getattr(relgate.stages, "…")``,
+    never by re-parsing argv through ``relgate.cli.main``; one exit-code mapping (``Outcome.of``)."""
+    for path in [*sorted((REPO / "sessions").glob("*.py")), REPO / "noxfile.py", *_modules()]:
+        for call in _calls(path, "getattr"):
+            assert "stages" not in ast.unparse(call.args[0]), f"{path}:{call.lineno}: getattr on the stages"
+        if path.is_relative_to(REPO / "sessions") or path.name == "noxfile.py":
+            assert "relgate.cli" not in {m for _, m in _imports(path)}, f"{path}: a session goes through relgate.cli"
+    mapping = [f"{p.relative_to(REPO)}" for p in [*sorted((REPO / "sessions").glob("*.py")), ENGINE / "cli.py",
+                                                   *sorted((ENGINE / "stages").glob("*.py"))]
+               if ".ok(" in p.read_text()]
+    assert mapping == ["relgate/stages/registry.py"]

@@ -10,7 +10,7 @@ from pathlib import Path
 from relgate.core.errors import InputError
 from relgate.core.record import record
 
-__all__ = ["RunOptions", "parse_run_options", "add_run_options"]
+__all__ = ["RunOptions", "parse_run_options", "parse_run_args", "add_run_options"]
 
 
 @record
@@ -64,8 +64,13 @@ def options_from(ns: argparse.Namespace, environ: Mapping[str, str] = os.environ
                       allow_hosts=tuple(getattr(ns, "allow_hosts", ()) or ()))
 
 
-def parse_run_options(argv: Sequence[str], *, prog: str, names: bool = True,
-                      environ: Mapping[str, str] = os.environ) -> RunOptions:
+def parse_run_args(argv: Sequence[str], *, prog: str, names: bool = True) -> argparse.Namespace:
+    """The run options after ``--`` of a session; bad usage is bad input (exit 2)."""
     p = _Parser(prog=prog, add_help=False)
     add_run_options(p, names=names)
-    return options_from(p.parse_args(list(argv)), environ)
+    return p.parse_args(list(argv))
+
+
+def parse_run_options(argv: Sequence[str], *, prog: str, names: bool = True,
+                      environ: Mapping[str, str] = os.environ) -> RunOptions:
+    return options_from(parse_run_args(argv, prog=prog, names=names), environ)

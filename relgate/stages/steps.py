@@ -1,4 +1,4 @@
-"""The stages a session or the CLI runs, each one call into the engine."""
+"""The stages that run planned steps on the hosts (host checks, lanes, evidence), each one call into the engine."""
 
 from __future__ import annotations
 
