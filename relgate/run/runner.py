@@ -359,6 +359,20 @@ def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, re
     strays = sum(len(r.strays) for r in results)
     if strays and verdict is Verdict.PASS:
         reason = f"{strays} process(es) outlived the command (left its process group) and were killed; see the log"
+    verdict, reason, stored = _judge_evidence(step, evidence_file, verdict, reason, rec=rec, step_id=step_id)
+    last = results[-1] if results else None
+    return rec.finish(StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
+                                  duration=duration, log_path=final, warnings=tuple(denied),
+                                  allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored,
+                                  scanned=scanner is not None and bool(results) and results[-1].ok,
+                                  matched_rules=tuple(dict.fromkeys(r for _, r in allowed)), tests=counts,
+                                  facts=host_facts, exit_code=last.exit_code if last else None, log_sha256=sha))
+
+
+def _judge_evidence(step: PlannedStep, evidence_file: Path | None, verdict: Verdict, reason: str | None, *,
+                    rec: StepRecorder, step_id: int) -> tuple[Verdict, str | None, Path | None]:
+    """The step's capture checked and kept (where it came back and holds cells), and the
+    verdict it leaves: a capture that is bad, empty or missing where one is required is an error."""
     stored = None
     if evidence_file is not None and evidence_file.exists() and evidence_file.stat().st_size > 0:
         try:
@@ -379,13 +393,7 @@ def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, re
         verdict = Verdict.ERROR
         reason = (f"expected evidence in ${step.evidence_env}, none came back "
                   f"({'empty file' if evidence_file is not None and evidence_file.exists() else 'no file'})")
-    last = results[-1] if results else None
-    return rec.finish(StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
-                                  duration=duration, log_path=final, warnings=tuple(denied),
-                                  allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored,
-                                  scanned=scanner is not None and bool(results) and results[-1].ok,
-                                  matched_rules=tuple(dict.fromkeys(r for _, r in allowed)), tests=counts,
-                                  facts=host_facts, exit_code=last.exit_code if last else None, log_sha256=sha))
+    return verdict, reason, stored
 
 
 def _step_facts(host: Host, results: Sequence[CommandResult]) -> dict[str, object]:
