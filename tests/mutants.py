@@ -171,13 +171,13 @@ MUTANTS: tuple[Mutant, ...] = (
            tests=("tests/test_redact.py",),
            why="HF_TOKEN's value in the ledger"),
     # --- the reuse key ---------------------------------------------------------------------------
-    Mutant(name="reuse-ignores-env", path="relgate/ledger/store.py",
+    Mutant(name="reuse-ignores-env", path="relgate/ledger/steps.py",
            old=" AND command = ? AND env = ?\"", new=" AND command = ? AND (env = ? OR 1)\"",
            tests=_k("tests/test_ledger.py", "reuse"),
            why="a pass reused after the step's env changed"),
-    Mutant(name="reuse-of-a-dirty-pass", path="relgate/ledger/store.py",
-           old='            f" AND board IS ?{nodes} AND dirty = 0 AND verdict = ?"',
-           new='            f" AND board IS ?{nodes} AND dirty >= 0 AND verdict = ?"',
+    Mutant(name="reuse-of-a-dirty-pass", path="relgate/ledger/steps.py",
+           old=' AND board IS ?{nodes} AND dirty = 0 AND verdict = ?"',
+           new=' AND board IS ?{nodes} AND dirty >= 0 AND verdict = ?"',
            tests=_k("tests/test_ledger.py", "reuse"),
            why="a pass from a dirty tree reused for the clean commit"),
     # --- archive safety --------------------------------------------------------------------------

@@ -244,3 +244,45 @@ def test_no_string_getattr_on_the_stages_and_no_second_path_through_the_cli():
                                                    *sorted((ENGINE / "stages").glob("*.py"))]
                if ".ok(" in p.read_text()]
     assert mapping == ["relgate/stages/registry.py"]
+
+
+_LEDGER_WRITES = {"begin_run", "finish_run", "begin_step", "finish_step", "record_step", "note_step_host",
+                  "reusable_pass", "reuse_step", "store_evidence", "store_log"}
+
+
+def _function(path: Path, name: str) -> ast.FunctionDef:
+    tree = ast.parse(path.read_text())
+    found = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name]
+    assert len(found) == 1, f"{path.relative_to(REPO)}: one {name}"
+    return found[0]
+
+
+def test_run_one_executes_and_judges_and_never_calls_the_ledger():
+    """The step's rows, log and evidence go through the recorder (relgate.run.recorder), whole."""
+    body = _function(ENGINE / "run" / "runner.py", "_run_one")
+    names = {n.id for n in ast.walk(body) if isinstance(n, ast.Name)}
+    names |= {n.attr for n in ast.walk(body) if isinstance(n, ast.Attribute)}
+    assert not names & {"ledger", "Ledger", "_conn"}, "_run_one reaches the ledger itself"
+    calls = {n.func.attr: n.lineno for n in ast.walk(body)
+             if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr in _LEDGER_WRITES
+             and not (isinstance(n.func.value, ast.Name) and n.func.value.id == "rec")}
+    assert not calls, f"_run_one writes ledger rows itself: {calls}"
+
+
+def test_the_ledger_run_is_the_one_begin_and_finish_of_a_run():
+    """A run is begun and finished only by relgate.run.ledger_run.LedgerRun, and the local flow,
+    the fleet and the measuring stage all go through it."""
+    callers = []
+    for path in _modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and node.func.attr in ("begin_run", "finish_run"):
+                callers.append(str(path.relative_to(ENGINE)))
+    assert set(callers) == {"run/ledger_run.py"}, callers
+    collect = [p for p in _modules() if p.name == "collect.py" and p.parent.name in ("signoff", "measure")]
+    assert len(collect) == 1, collect
+    for path in (ENGINE / "run" / "flow.py", ENGINE / "remote" / "fleet.py", *collect):
+        used = [n for n in ast.walk(ast.parse(path.read_text()))
+                if isinstance(n, ast.withitem) and isinstance(n.context_expr, ast.Call)
+                and isinstance(n.context_expr.func, ast.Name) and n.context_expr.func.id == "LedgerRun"]
+        assert used, f"{path.relative_to(REPO)}: its run is not a `with LedgerRun(...)`"

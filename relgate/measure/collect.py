@@ -25,7 +25,6 @@ from relgate.core.verdict import Verdict
 from relgate.evidence.baselines import board_key
 from relgate.lanes.plan import target_command
 from relgate.ledger.gitfacts import GitFacts, read_git_facts
-from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import TargetOptions
 from relgate.manifest.measures import MeasureSpec
@@ -35,9 +34,10 @@ from relgate.manifest.workspace import Workspace
 from relgate.measure.measurements import Row, parse_rows, record_batch
 from relgate.measure.specs import Spec, source_hash, spec_of
 from relgate.remote.pool import host_pool
-from relgate.run.console import ConsoleReporter, render_summary
+from relgate.run.console import ConsoleReporter
+from relgate.run.ledger_run import LedgerRun
 from relgate.run.plan import PlannedStep
-from relgate.run.runner import HostPool, RunSummary, StepOutcome, run_steps
+from relgate.run.runner import HostPool, RunSummary, StepOutcome
 
 __all__ = ["Side", "previous_side", "measure", "measure_of", "run_name"]
 
@@ -149,12 +149,8 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
     folder = ws.home / "measure" / uuid.uuid4().hex[:12]
     folder.mkdir(parents=True, exist_ok=True)
     batch_ids: list[int] = []
-    with Ledger.open(ws.home) as ledger:
-        identity = project_identity(ws, cand_facts)  # REF's steps belong to this project too
-        run_id = ledger.begin_run(session="compare", argv=argv, project=ws.project.name, project_root=ws.project.root,
-                                  commit=cand_facts.commit, branch=cand_facts.branch, dirty=cand_facts.dirty,
-                                  identity=identity)
-        summary = RunSummary(run_id=run_id, session="compare", facts=cand_facts)
+    with LedgerRun(ws, session="compare", argv=argv, facts=cand_facts, pool=pool, out=out,
+                   close_pool=own_pool) as run:  # REF's steps belong to the candidate's project too
         for spec in specs:
             template = _template(ws, spec)
             placed = pool.place(template)  # one host for both sides and every run: same machine, same board
@@ -169,19 +165,13 @@ def measure(ws: Workspace, names: Sequence[str], *, previous: str | None = None,
                     env = {**template.env, **({spec.file_env: str(file)} if spec.file_env and file else {})}
                     cwd = side.root / template.cwd.relative_to(ws.project.root)
                     step = replace(template, name=name, env=env, cwd=cwd)
-                    part = run_steps([step], session="compare", run_id=run_id, facts=side.facts, pool=pool,
-                                     ledger=ledger, reporter=reporter)
-                    summary.outcomes.extend(part.outcomes)
+                    part = run.steps([step], facts=side.facts, reporter=reporter)
                     got[side.label].append((part.outcomes[0], file))
             for side in sides:
-                batch = _keep(ws, ledger, spec, side, got[side.label], pool, run_id, identity.key, out)
+                batch = _keep(ws, run.ledger, spec, side, got[side.label], pool, run.run_id, run.identity.key, out)
                 if batch is not None:
                     batch_ids.append(batch)
-        ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
-    if own_pool and hasattr(pool, "close"):
-        pool.close()  # remote connections, if any host was remote
-    render_summary(summary, out)
-    return summary, batch_ids
+    return run.summary, batch_ids
 
 
 def _keep(ws: Workspace, ledger: Ledger, spec: Spec, side: Side, got: list[tuple[StepOutcome, Path | None]],

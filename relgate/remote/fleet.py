@@ -29,19 +29,19 @@ from pathlib import Path
 from typing import TextIO
 
 from relgate.core.record import record
-from relgate.core.redact import redact_env
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
-from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import DEFAULT_WORKERS
 from relgate.manifest.options import RunOptions
 from relgate.manifest.workspace import Workspace
-from relgate.run.console import ConsoleReporter, render_summary
+from relgate.run.console import ConsoleReporter
 from relgate.run.executor import Executor, Interrupted
-from relgate.run.flow import candidate_facts, start_reports
+from relgate.run.flow import candidate_facts
 from relgate.run.hosts import Host
+from relgate.run.ledger_run import LedgerRun
 from relgate.run.plan import PlannedStep, check_placement
+from relgate.run.recorder import StepRecorder
 from relgate.run.runner import HostPool, Reporter, RunSummary, StepOutcome, run_step, sigterm_interrupts
 from relgate.run.slots import run_side_by_side, side_by_side
 
@@ -243,12 +243,8 @@ def _side_by_side_worker(executor: Executor, steps: Sequence[PlannedStep], share
 def _record_error(step: PlannedStep, name: str, host: Host, why: str, ledger: Ledger,
                   shared: _Shared) -> StepOutcome:
     reason = f"host {name} broke during this lane: {why}"
-    step_id = ledger.record_step(
-        run_id=shared.run_id, session=shared.session, step=step.name, lane=step.lane, target=step.target,
-        commit=shared.facts.commit, dirty=shared.facts.dirty, command=step.display(), cwd=str(step.cwd),
-        env=redact_env(step.env), verdict=Verdict.ERROR, reason=reason, host=name, board=host.board,
-        driver=host.facts.driver, toolkit=host.facts.toolkit)
-    outcome = StepOutcome(step=step, step_id=step_id, host=name, verdict=Verdict.ERROR, reason=reason, duration=0.0)
+    rec = StepRecorder(ledger, run_id=shared.run_id, session=shared.session, facts=shared.facts)
+    outcome = rec.decided(step, verdict=Verdict.ERROR, reason=reason, host=host, name=name)
     shared.finished(outcome)
     return outcome
 
@@ -269,27 +265,9 @@ def run_fleet_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str,
     the reports ``options`` asks for say "running" until :func:`relgate.run.flow.finish` replaces them."""
     facts = candidate_facts(ws)
     check_placement(ws, [*steps, *alone])
-    try:
-        with Ledger.open(ws.home) as ledger:
-            run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
-                                      project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
-                                      dirty=facts.dirty, identity=project_identity(ws, facts))
-            start_reports(options, run_id=run_id, session=session, facts=facts, ledger=ledger)
-            summary = RunSummary(run_id=run_id, session=session, facts=facts)
-            try:
-                result = run_fleet(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
-                                   reporter=ConsoleReporter(out, progress=0), reuse=reuse, workers=workers,
-                                   alone=alone)
-            except Interrupted as exc:
-                summary.interrupted = exc.args[0] if exc.args else "interrupted"
-                ledger.finish_run(run_id, "interrupted")
-                raise
-            summary.outcomes.extend(result.outcomes([*steps, *alone]))
-            ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
-    finally:
-        close = getattr(pool, "close", None)  # SSH connections, host locks
-        if close is not None:
-            close()
-    render_summary(summary, out)
+    with LedgerRun(ws, session=session, argv=argv, facts=facts, pool=pool, out=out, options=options) as run:
+        result = run_fleet(steps, session=session, run_id=run.run_id, facts=facts, pool=pool, ledger=run.ledger,
+                           reporter=ConsoleReporter(out, progress=0), reuse=reuse, workers=workers, alone=alone)
+        run.record(result.outcomes([*steps, *alone]))
     render_hosts(result, out)
-    return summary
+    return run.summary

@@ -1,4 +1,5 @@
-"""One run, from planned steps to its summary: the ledger run, the table, the reports.
+"""One run, from planned steps to its summary: the ledger run (:class:`relgate.run.ledger_run.LedgerRun`),
+the table, the reports.
 (The host pool, local and SSH hosts, is :func:`relgate.remote.pool.host_pool`.)"""
 
 from __future__ import annotations
@@ -11,15 +12,14 @@ from typing import TextIO
 
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts, read_git_facts, tree_is_dirty
-from relgate.ledger.identity import project_identity
-from relgate.ledger.store import Ledger
 from relgate.manifest.options import RunOptions
 from relgate.manifest.schema import display_path
 from relgate.manifest.workspace import Workspace
-from relgate.run.console import ConsoleReporter, render_summary
+from relgate.run.console import ConsoleReporter
 from relgate.run.facts import git_key
+from relgate.run.ledger_run import LedgerRun, per_session, start_reports
 from relgate.run.plan import PlannedStep
-from relgate.run.runner import HostPool, RunSummary, run_steps
+from relgate.run.runner import HostPool, RunSummary
 
 __all__ = ["candidate_facts", "run_plan", "start_reports", "finish"]
 
@@ -45,38 +45,9 @@ def run_plan(ws: Workspace, steps: Sequence[PlannedStep], *, session: str, argv:
     if reuse and facts.dirty:
         print(f"--reuse: the tree at {facts.toplevel} is dirty (modified or untracked files), so nothing "
               "can be reused: a pass counts only for a clean tree; every step runs", file=out)
-    try:
-        with Ledger.open(ws.home) as ledger:
-            run_id = ledger.begin_run(session=session, argv=argv, project=ws.project.name,
-                                      project_root=ws.project.root, commit=facts.commit, branch=facts.branch,
-                                      dirty=facts.dirty, identity=project_identity(ws, facts))
-            start_reports(options, run_id=run_id, session=session, facts=facts, ledger=ledger)
-            summary = run_steps(steps, session=session, run_id=run_id, facts=facts, pool=pool, ledger=ledger,
-                                reporter=ConsoleReporter(out), reuse=reuse)
-    finally:
-        close = getattr(pool, "close", None)
-        if close is not None:
-            close()
-    render_summary(summary, out)
-    return summary
-
-
-def start_reports(options: RunOptions | None, *, run_id: str | None, session: str, facts: GitFacts,
-                  ledger: Ledger | None = None) -> None:
-    """The reports ``options`` asks for, saying "running" (never green) until :func:`finish`
-    replaces them: an interrupted run leaves no earlier run's green report behind. A report
-    that cannot be written stops the run before any step, and ``ledger``'s run is closed."""
-    if options is not None and (options.report or options.junit):
-        from relgate.run.reports import write_running
-
-        try:
-            write_running(json_path=options.report and _per_session(options.report, session),
-                          junit_path=options.junit and _per_session(options.junit, session), run_id=run_id,
-                          session=session, facts=facts)
-        except BaseException:
-            if ledger is not None and run_id is not None:
-                ledger.finish_run(run_id, "failed")
-            raise
+    with LedgerRun(ws, session=session, argv=argv, facts=facts, pool=pool, out=out, options=options) as run:
+        run.steps(steps, reporter=ConsoleReporter(out), reuse=reuse)
+    return run.summary
 
 
 def finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:
@@ -88,12 +59,12 @@ def finish(summary: RunSummary, options: RunOptions, out: TextIO) -> RunSummary:
     if options.report or options.junit:
         from relgate.run.reports import write_json_report, write_junit
     if options.report:
-        path = _per_session(options.report, summary.session)
+        path = per_session(options.report, summary.session)
         write_json_report(summary, path, require_all=options.require_all)
         print(f"report: {display_path(path)}", file=out)
         _warn_inside_tree(path, summary, out)
     if options.junit:
-        path = _per_session(options.junit, summary.session)
+        path = per_session(options.junit, summary.session)
         write_junit(summary, path, require_all=options.require_all)
         print(f"junit: {display_path(path)}", file=out)
         _warn_inside_tree(path, summary, out)
@@ -106,8 +77,3 @@ def _warn_inside_tree(path: Path, summary: RunSummary, out: TextIO) -> None:
     warning = report_inside_tree(path, summary.facts.toplevel)
     if warning:
         print(warning, file=out)
-
-
-def _per_session(path: Path, session: str) -> Path:
-    """``{session}`` in a report's name: one file per session of `nox -s host gate contract`."""
-    return Path(str(path).replace("{session}", session))

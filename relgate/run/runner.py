@@ -23,19 +23,16 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from relgate.core.counts import TestCounts
 from relgate.core.errors import RelgateError
 from relgate.core.patterns import Folded
 from relgate.core.record import record
-from relgate.core.redact import Redactor, redact_env
+from relgate.core.redact import Redactor
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts
 from relgate.ledger.store import Ledger
-from relgate.manifest.specs import AllowRule
 from relgate.run.allowlist import allow_rules_step
 from relgate.run.capture import check_capture
 from relgate.run.executor import (
-    ENV_DIGEST_KEY,
     TAIL_LINES,
     CommandRequest,
     CommandResult,
@@ -49,6 +46,7 @@ from relgate.run.harness import HarnessScanner, exit_status_reason
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
 from relgate.run.produces import missing_products, wrote_nothing
+from relgate.run.recorder import StepOutcome, StepRecorder
 from relgate.run.slots import run_side_by_side, side_by_side
 from relgate.run.testcounts import CountScanner, judge_counts
 
@@ -109,26 +107,6 @@ class HostPool:
         return f"no host offers {', '.join(missing)}"
 
 
-@record
-class StepOutcome:
-    step: PlannedStep
-    step_id: int
-    host: str
-    verdict: Verdict
-    reason: str | None
-    duration: float
-    log_path: Path | None = None
-    warnings: tuple[CompilerWarning, ...] = ()
-    allowed: tuple[tuple[CompilerWarning, str], ...] = ()
-    tail: str = ""
-    evidence: Path | None = None  # the stored capture, when the step brought one back
-    reused_from: int | None = None
-    scanned: bool = False  # its commands ran to a zero exit and the output was scanned for warnings
-    matched_rules: tuple[AllowRule, ...] = ()  # the allow rules that accepted a warning here
-    tests: TestCounts | None = None  # what the step's test runner said it ran (None: no runner read)
-    facts: Mapping[str, object] = field(default_factory=dict)  # where it really ran (GPUs, node, job)
-
-
 @record(frozen=False)
 class RunSummary:
     run_id: str
@@ -177,19 +155,20 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
     that name it in ``needs``: they are not-run, "needs NAME, which did not pass").
 
     With ``reuse``, a step that already passed for this exact commit on a clean tree (same
-    host and command) is not run again: a new row points at the earlier one.
+    host and command) is not run again: a new row points at the earlier one. The run itself
+    is begun and finished by :class:`relgate.run.ledger_run.LedgerRun`.
     """
+    rec = StepRecorder(ledger, run_id=run_id, session=session, facts=facts)
+    reuse = reuse and not facts.dirty
     summary = RunSummary(run_id=run_id, session=session, facts=facts)
     passed: set[str] = set()
     unreachable: dict[str, str] = {}  # host → the step that found cargo's registry unreachable there
     with sigterm_interrupts():
         if steps and side_by_side(list(pool.executors.values())):  # GPU slots, or a job scheduler
             try:
-                summary.outcomes.extend(_run_side_by_side(steps, session=session, run_id=run_id, facts=facts,
-                                                          pool=pool, ledger=ledger, reporter=reporter, reuse=reuse))
+                summary.outcomes.extend(_run_side_by_side(steps, rec=rec, pool=pool, reporter=reporter, reuse=reuse))
             except (Interrupted, KeyboardInterrupt) as exc:
                 summary.interrupted = _signame(exc)
-                ledger.finish_run(run_id, "interrupted")
                 raise exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT) from None
             steps = ()
         for step in steps:
@@ -199,16 +178,13 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
             reporter.step_started(step, host_name)
             try:
                 if host_name in unreachable and _runs_cargo(step):  # one error per host, not one retry loop each
-                    outcome = _registry_down(step, session=session, run_id=run_id, facts=facts, placed=placed,
-                                             ledger=ledger, first=unreachable[host_name])
+                    outcome = _registry_down(step, placed=placed, rec=rec, first=unreachable[host_name])
                 else:
-                    outcome = _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed,
-                                       ledger=ledger, reuse=reuse and not facts.dirty)
+                    outcome = _run_one(step, placed=placed, rec=rec, reuse=reuse)
                 if outcome.verdict is Verdict.ERROR and (outcome.reason or "").startswith(REGISTRY_DOWN):
                     unreachable.setdefault(host_name, step.name)
             except Interrupted as exc:
                 summary.interrupted = signal.Signals(exc.signum).name
-                ledger.finish_run(run_id, "interrupted")
                 raise
             summary.outcomes.append(outcome)
             if outcome.verdict is Verdict.PASS:
@@ -217,11 +193,9 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
         audit = allow_rules_step(summary.outcomes, steps[0].cwd) if steps else None
         if audit is not None:
             reporter.step_started(audit, "-")
-            outcome = _run_one(audit, session=session, run_id=run_id, facts=facts, placed=pool.place(audit),
-                               ledger=ledger, reuse=False)
+            outcome = _run_one(audit, placed=pool.place(audit), rec=rec, reuse=False)
             summary.outcomes.append(outcome)
             reporter.step_finished(outcome)
-    ledger.finish_run(run_id, "ok" if summary.ok() else "failed")
     return summary
 
 
@@ -233,24 +207,17 @@ def _runs_cargo(step: PlannedStep) -> bool:
                                        for c in step.commands)
 
 
-def _registry_down(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
-                   ledger: Ledger, first: str) -> StepOutcome:
+def _registry_down(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, first: str) -> StepOutcome:
     """A cargo step on a host whose registry an earlier step of this run could not reach: the
     same ``error``, recorded at once (cargo would retry for minutes and say it again)."""
     assert not isinstance(placed, str)
     host = placed.host
     reason = f"{REGISTRY_DOWN} (found by {first} on {host.name} in this run; not retried)"
-    step_id = ledger.record_step(verdict=Verdict.ERROR, reason=reason, run_id=run_id, session=session,
-                                 step=step.name, lane=step.lane, target=step.target, commit=facts.commit,
-                                 dirty=facts.dirty, command=step.display(), cwd=str(step.cwd),
-                                 env=redact_env(step.env), host=host.name, board=host.board,
-                                 driver=host.facts.driver, toolkit=host.facts.toolkit)
-    return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=Verdict.ERROR, reason=reason,
-                       duration=0.0)
+    return rec.decided(step, verdict=Verdict.ERROR, reason=reason, host=host)
 
 
-def _run_side_by_side(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts: GitFacts,
-                      pool: HostPool, ledger: Ledger, reporter: Reporter, reuse: bool) -> list[StepOutcome]:
+def _run_side_by_side(steps: Sequence[PlannedStep], *, rec: StepRecorder, pool: HostPool, reporter: Reporter,
+                      reuse: bool) -> list[StepOutcome]:
     """:func:`relgate.run.slots.run_side_by_side` over ``pool``: each step on a worker thread
     with a ledger connection of its own; the reporter called under a lock."""
     lock = threading.Lock()
@@ -258,9 +225,8 @@ def _run_side_by_side(steps: Sequence[PlannedStep], *, session: str, run_id: str
     def run(step: PlannedStep, placed: Executor | str) -> tuple[StepOutcome, bool]:
         with lock:
             reporter.step_started(step, "-" if isinstance(placed, str) else placed.host.name)
-        with Ledger.open(ledger.home) as own:
-            outcome = _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed, ledger=own,
-                               reuse=reuse and not facts.dirty)
+        with rec.connection() as own:
+            outcome = _run_one(step, placed=placed, rec=own, reuse=reuse)
         with lock:
             reporter.step_finished(outcome)
         return outcome, outcome.verdict is Verdict.PASS
@@ -273,57 +239,39 @@ def run_step(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
              ledger: Ledger, reuse: bool = False) -> StepOutcome:
     """One step on ``placed`` (an executor, or why there is none): run, judged, recorded.
     The unit the fleet (``relgate.remote.fleet``) runs on each host's worker."""
-    return _run_one(step, session=session, run_id=run_id, facts=facts, placed=placed, ledger=ledger,
-                    reuse=reuse and not facts.dirty)
+    rec = StepRecorder(ledger, run_id=run_id, session=session, facts=facts)
+    return _run_one(step, placed=placed, rec=rec, reuse=reuse and not facts.dirty)
 
 
-def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
-             ledger: Ledger, reuse: bool) -> StepOutcome:
-    row = dict(run_id=run_id, session=session, step=step.name, lane=step.lane, target=step.target,
-               commit=facts.commit, dirty=facts.dirty, command=step.display(), cwd=str(step.cwd),
-               env=redact_env(step.env))  # a secret-named variable's value never reaches the ledger
+def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, reuse: bool) -> StepOutcome:
+    """Execute ``step`` and judge it; every row, log and capture it leaves goes through ``rec``."""
     if step.skip or isinstance(placed, str):
         verdict, reason = (Verdict.SKIP, step.skip) if step.skip else (Verdict.NOT_RUN, str(placed))
-        step_id = ledger.record_step(verdict=verdict, reason=reason, host="-", board=None, driver=None,
-                                     toolkit=None, **row)
-        return StepOutcome(step=step, step_id=step_id, host="-", verdict=verdict, reason=reason, duration=0.0)
+        return rec.decided(step, verdict=verdict, reason=reason)
 
     bind = getattr(placed, "bind", None)  # a job scheduler asks for what this step requires (relgate.remote.slurm)
     executor = bind(step) if bind is not None else placed
     host = executor.host
-    row.update(host=host.name, board=host.board, driver=host.facts.driver, toolkit=host.facts.toolkit)
-    digest = getattr(executor, "env_digest", None)  # what reaches the command from relgate's caller
-    if isinstance(digest, str):
-        row["env"] = {**row["env"], ENV_DIGEST_KEY: digest}
+    row = rec.row(step, host, digest=getattr(executor, "env_digest", None))
     if reuse and step.action is None:  # an in-process check is cheap and reads files no commit pins
         board = getattr(executor, "planned_board", None)  # a cluster: the board the step asks for, any node
-        earlier = ledger.reusable_pass(run_id=run_id, commit=facts.commit, session=session, step=step.name,
-                                       host=host.name, command=step.display(), env=row["env"],
-                                       board=host.board if board is None else board(),
-                                       driver=host.facts.driver, toolkit=host.facts.toolkit,
-                                       any_node=board is not None)
+        earlier = rec.reused(step, row, board=host.board if board is None else board(), any_node=board is not None)
         if earlier is not None:
-            step_id = ledger.reuse_step(run_id=run_id, original=earlier)
-            source = earlier.reused_from or earlier.id
-            return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=Verdict.PASS,
-                               reason=f"reused: passed as step #{source}", duration=0.0,
-                               log_path=ledger.resolve(earlier.log_path), reused_from=source)
+            return earlier
 
     env: dict[str, str] = {}
     evidence_file = None
     try:
         if step.evidence_env:
-            evidence_file = ledger.evidence_path(run_id, step.name)
+            evidence_file = rec.evidence_path(step)
             env[step.evidence_env] = str(evidence_file)
-        partial = ledger.partial_log_path(facts.commit, run_id, step.name)
+        partial = rec.partial_log_path(step)
         fh = open(partial, "wb", buffering=0)
     except OSError as exc:  # an unwritable or full ledger home: nothing runs without its log
         what = "make the evidence file" if step.evidence_env and evidence_file is None else "write the log"
-        reason = f"cannot {what}: {exc.filename}: {exc.strerror or exc}"
-        step_id = ledger.record_step(verdict=Verdict.ERROR, reason=reason, **row)
-        return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=Verdict.ERROR, reason=reason,
-                           duration=0.0)
-    step_id = ledger.begin_step(log_path=partial, **row)
+        return rec.decided(step, verdict=Verdict.ERROR, reason=f"cannot {what}: {exc.filename}: {exc.strerror or exc}",
+                           row=row)
+    step_id = rec.begin(row, partial)
     scanner = None
     if step.scan_warnings:
         from relgate.run.scanners import StreamScanner
@@ -340,8 +288,8 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         counter = CountScanner()
         sink = _Tee(log, scanner, matcher, harness, counter)
         try:
-            log.write(f"# relgate {session}/{step.name} on {host.name} at {facts.commit}"
-                      f"{' (dirty tree)' if facts.dirty else ''}\n")
+            log.write(f"# relgate {rec.session}/{step.name} on {host.name} at {rec.facts.commit}"
+                      f"{' (dirty tree)' if rec.facts.dirty else ''}\n")
             if step.action is not None:
                 log.write(f"$ {step.display()}  (in-process)\n")
                 result, judged = _run_action(step, sink, host.name)
@@ -370,13 +318,13 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     step_done = getattr(executor, "step_done", None)  # a cluster: its checkout is free for the next job
     if step_done is not None:
         step_done()
-    final, sha = ledger.store_log(partial, facts.commit)
+    final, sha = rec.store_log(partial)
     duration = sum(r.duration for r in results)
     tail = results[-1].tail if results else ""
     if interrupted is not None:
         reason = f"interrupted by {_signame(interrupted)} while running"
-        ledger.finish_step(step_id, verdict=Verdict.ERROR, reason=reason, exit_code=None, duration=duration,
-                           log_path=final, log_sha256=sha, tail=tail)
+        rec.finish(StepOutcome(step=step, step_id=step_id, host=host.name, verdict=Verdict.ERROR, reason=reason,
+                               duration=duration, log_path=final, log_sha256=sha, tail=tail), complete=False)
         raise interrupted if isinstance(interrupted, Interrupted) else Interrupted(signal.SIGINT)
 
     found = scanner.finish() if scanner is not None else []
@@ -400,18 +348,31 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
     if verdict is Verdict.PASS and step.produces:
         verdict, reason = _judge_products(step, host, started_ns)
     elif verdict is Verdict.PASS and step.build:
-        verdict, reason = _judge_built(step, host, results, started_ns, ledger.home)
+        verdict, reason = _judge_built(step, host, results, started_ns, rec.home)
     if log.error is not None:  # a step whose log is incomplete is never judged on it
         verdict, reason = Verdict.ERROR, log.error
     if step.timing_only and verdict is Verdict.PASS:
         reason = "timing only: ran to the end, the numbers are kept, not judged"
     host_facts = _step_facts(host, results)
     if host_facts:  # before the evidence is stored: it carries the node's board
-        ledger.note_step_host(step_id, facts=host_facts, board=_fact(host_facts, "board"),
-                              driver=_fact(host_facts, "driver"), toolkit=_fact(host_facts, "toolkit"))
+        rec.note_host(step_id, host_facts)
     strays = sum(len(r.strays) for r in results)
     if strays and verdict is Verdict.PASS:
         reason = f"{strays} process(es) outlived the command (left its process group) and were killed; see the log"
+    verdict, reason, stored = _judge_evidence(step, evidence_file, verdict, reason, rec=rec, step_id=step_id)
+    last = results[-1] if results else None
+    return rec.finish(StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
+                                  duration=duration, log_path=final, warnings=tuple(denied),
+                                  allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored,
+                                  scanned=scanner is not None and bool(results) and results[-1].ok,
+                                  matched_rules=tuple(dict.fromkeys(r for _, r in allowed)), tests=counts,
+                                  facts=host_facts, exit_code=last.exit_code if last else None, log_sha256=sha))
+
+
+def _judge_evidence(step: PlannedStep, evidence_file: Path | None, verdict: Verdict, reason: str | None, *,
+                    rec: StepRecorder, step_id: int) -> tuple[Verdict, str | None, Path | None]:
+    """The step's capture checked and kept (where it came back and holds cells), and the
+    verdict it leaves: a capture that is bad, empty or missing where one is required is an error."""
     stored = None
     if evidence_file is not None and evidence_file.exists() and evidence_file.stat().st_size > 0:
         try:
@@ -422,7 +383,7 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
                 verdict, reason = (Verdict.ERROR, capture.error) if verdict is Verdict.PASS else \
                     (verdict, f"{reason}; {capture.error}" if reason else capture.error)
             elif capture.cells:
-                stored = ledger.home / ledger.store_evidence(evidence_file, step_id=step_id).path
+                stored = rec.store_evidence(evidence_file, step_id)
             elif step.evidence_required and verdict is Verdict.PASS:
                 verdict, reason = Verdict.ERROR, (f"no evidence: ${step.evidence_env} holds no cell, only comments "
                                                   "or blank lines (expected suite<TAB>arm<TAB>key<TAB>value rows)")
@@ -432,19 +393,7 @@ def _run_one(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, p
         verdict = Verdict.ERROR
         reason = (f"expected evidence in ${step.evidence_env}, none came back "
                   f"({'empty file' if evidence_file is not None and evidence_file.exists() else 'no file'})")
-    warnings_json = [_warning_json(w) for w in denied] + [
-        {**_warning_json(w), "allowed": rule.reason} for w, rule in allowed]
-    last = results[-1] if results else None
-    ledger.finish_step(step_id, verdict=verdict, reason=reason, exit_code=last.exit_code if last else None,
-                       duration=duration, warnings=warnings_json, warning_count=len(denied), log_path=final,
-                       log_sha256=sha, tail=tail, tests=counts.to_json() if counts is not None else None,
-                       scanned=scanner is not None and bool(results) and results[-1].ok)
-    return StepOutcome(step=step, step_id=step_id, host=host.name, verdict=verdict, reason=reason,
-                       duration=duration, log_path=final, warnings=tuple(denied),
-                       allowed=tuple((w, r.reason) for w, r in allowed), tail=tail, evidence=stored,
-                       scanned=scanner is not None and bool(results) and results[-1].ok,
-                       matched_rules=tuple(dict.fromkeys(r for _, r in allowed)), tests=counts,
-                       facts=host_facts)
+    return verdict, reason, stored
 
 
 def _step_facts(host: Host, results: Sequence[CommandResult]) -> dict[str, object]:
@@ -456,11 +405,6 @@ def _step_facts(host: Host, results: Sequence[CommandResult]) -> dict[str, objec
     if host.facts.probes:
         out["probes"] = {p.name: {"passed": p.passed, "output": p.output, "why": p.why} for p in host.facts.probes}
     return out
-
-
-def _fact(facts: Mapping[str, object], key: str) -> str | None:
-    value = facts.get(key)
-    return value if isinstance(value, str) and value else None
 
 
 def _run_action(step: PlannedStep, sink: _Tee, host: str) -> tuple[CommandResult, tuple[Verdict, str] | None]:
@@ -565,11 +509,6 @@ def _judge_built(step: PlannedStep, host: Host, results: list[CommandResult], st
         return Verdict.FAIL, (f"built nothing: no file under {step.cwd} was written during the step "
                               "(declare what it builds in produces)")
     return Verdict.PASS, None
-
-
-def _warning_json(w: CompilerWarning) -> dict[str, object]:
-    return {"tool": w.tool, "file": w.file, "line": w.line, "column": w.column, "message": w.message,
-            "code": w.code, "printed": w.printed}
 
 
 def _signal_name(num: int) -> str:
