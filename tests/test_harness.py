@@ -127,7 +127,7 @@ def test_a_registry_outage_is_one_error_per_host_and_its_retries_are_no_warnings
     _checks(tinyinfer, checks)
     done = tinyinfer.nox("host")
     assert done.returncode == 1, done.stdout
-    rows = _rows(tinyinfer)
+    rows = tinyinfer.ledger_rows()
     first = rows["fetch-0"]
     assert first["verdict"] == "error" and first["warning_count"] == 0, first  # the retry line is no warning
     assert "spurious network error" in (tinyinfer.home / first["log_path"]).read_text()
