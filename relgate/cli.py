@@ -11,6 +11,7 @@ from typing import Any
 
 from relgate import __version__
 from relgate.core.errors import InputError, guarded
+from relgate.kinds.registry import kind_names
 from relgate.manifest.options import add_run_options, options_from
 from relgate.manifest.workspace import Workspace
 
@@ -105,7 +106,7 @@ def _parser(only: str | None = None) -> argparse.ArgumentParser:
     ini = sub.add_parser("init", help="write a first manifest folder for the repository at PATH (--check: "
                                       "drift between the repository and its manifests)")
     ini.add_argument("path", nargs="?", type=Path, default=Path("."), metavar="PATH")
-    ini.add_argument("--kind", choices=("cargo", "make", "python"), help="the kind, when the repository holds several")
+    ini.add_argument("--kind", choices=kind_names(), help="the kind, when the repository holds several")
     ini.add_argument("--manifests", dest="init_manifests", type=Path,
                      help="the manifest folder to write (default: PATH/manifests)")
     ini.add_argument("--force", action="store_true", help="replace files that exist")

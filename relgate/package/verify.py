@@ -51,6 +51,10 @@ from relgate.core.errors import ExecutionError
 from relgate.core.files import sha256_file
 from relgate.core.record import record
 from relgate.core.redact import Redactor
+from relgate.kinds.cargo import CARGO
+from relgate.kinds.make import MAKE
+from relgate.kinds.python import PYTHON
+from relgate.kinds.registry import kind_of
 from relgate.ledger.gitfacts import GitFacts
 from relgate.manifest.options import RunOptions
 from relgate.manifest.package_spec import PackageManifest, load_package_manifest
@@ -514,7 +518,7 @@ def declared_targets(ws: Workspace) -> tuple[tuple[Target, ...], dict[str, str]]
     lanes = ws.lanes
     if lanes is not None:
         return lanes.targets, lanes.assignments
-    if ws.project.kind == "cargo" and (ws.project.root / "Cargo.toml").is_file():
+    if kind_of(ws.project.kind).targets_from_project and (ws.project.root / "Cargo.toml").is_file():
         from relgate.manifest.cargo import discover_cargo_targets
 
         return tuple(discover_cargo_targets(ws.project.root / "Cargo.toml")), {}
@@ -592,7 +596,7 @@ def _plan_python(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
                   "--find-links", str(work.dist), "--find-links", str(work.wheelhouse), "--only-binary", ":all:",
                   *(("-c", str(lock)) if lock is not None else ()), wanted,
                   *(("-r", str(work.requirements)) if spec.group else ()))
-    test = spec.test_command or CommandSpec(argv=("python", "-m", "pytest", "-q", "-p", "no:cacheprovider"))
+    test = spec.test_command or CommandSpec(argv=PYTHON.package_test)
     venv_env = {"PATH": f"{work.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
                 "VIRTUAL_ENV": str(work.venv), "PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": ""}
     steps += [plan.step("offline-venv", venv, needs=("package",), offline=True),
@@ -635,8 +639,8 @@ def _plan_make(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
             "git", "archive", "--format=tar.gz", f"--prefix={prefix}/", "-o", str(work.dist / f"{prefix}.tar.gz"),
             treeish)), cwd=facts.toplevel, needs=("export",))
         source = (work.dist, f"{prefix}.tar.gz", "source tarball", work.package, True)
-    build = spec.build_command or CommandSpec(argv=("make",))
-    test = spec.test_command or CommandSpec(argv=("make", "test"))
+    build = spec.build_command or CommandSpec(argv=MAKE.package_build)
+    test = spec.test_command or CommandSpec(argv=MAKE.package_test)
     return [package, extract_step(plan, [source]),
             inspect_step(plan, required_paths(plan, targets), check_version=spec.dist is None),
             plan.step("offline-build", build, cwd=work.package, needs=("extract",), offline=True,
@@ -648,14 +652,9 @@ def plan_package_verify(plan: Plan, *, targets: Sequence[Target] = (),
                         lanes: Mapping[str, str] | None = None) -> list[PlannedStep]:
     """Every package_verify step for the plan's project kind, in order (pure: nothing runs)."""
     steps = [export_step(plan)]
-    kind = plan.project.kind
-    if kind == "cargo":
-        steps += _plan_cargo(plan, targets, lanes or {})
-    elif kind == "python":
-        steps += _plan_python(plan, targets)
-    else:
-        steps += _plan_make(plan, targets)
-    return steps
+    flows = {CARGO.name: lambda: _plan_cargo(plan, targets, lanes or {}), PYTHON.name: lambda: _plan_python(plan, targets),
+             MAKE.name: lambda: _plan_make(plan, targets)}  # the kinds' flows, on the package floor
+    return steps + flows[plan.project.kind]()
 
 
 def new_plan(ws: Workspace, session: str, lane: str) -> Plan:
