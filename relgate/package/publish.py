@@ -54,8 +54,6 @@ from relgate.manifest.schema import display_path, read_toml
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
 from relgate.package.verify import (
-    PIP_HERMETIC,
-    Plan,
     _not_run,
     cleanup,
     export_step,
@@ -67,6 +65,7 @@ from relgate.package.verify import (
     requirements_step,
     wheelhouse_step,
 )
+from relgate.package.work import PIP_HERMETIC, Plan
 from relgate.run.flow import finish, run_plan
 from relgate.run.plan import PlannedStep, StepFailed
 from relgate.run.runner import RunSummary
