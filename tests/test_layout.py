@@ -13,7 +13,8 @@ REPO = Path(__file__).resolve().parent.parent
 ENGINE = REPO / "relgate"
 
 # Bottom to top: a module may import only from its own floor and the floors below it.
-FLOORS = ["core", "manifest", "ledger", "run", "remote", "lanes", "evidence", "package", "measure", "signoff", "stages", "cli"]
+FLOORS = ["core", "kinds", "manifest", "ledger", "run", "remote", "lanes", "evidence", "package", "measure", "signoff",
+          "stages", "cli"]
 
 
 def _floor(module: str) -> str:
@@ -286,3 +287,55 @@ def test_the_ledger_run_is_the_one_begin_and_finish_of_a_run():
                 if isinstance(n, ast.withitem) and isinstance(n.context_expr, ast.Call)
                 and isinstance(n.context_expr.func, ast.Name) and n.context_expr.func.id == "LedgerRun"]
         assert used, f"{path.relative_to(REPO)}: its run is not a `with LedgerRun(...)`"
+
+
+KIND_NAMES = {"cargo", "make", "python", "cmake"}
+
+
+def _kind_switches(source: str, name: str = "<source>") -> list[str]:
+    """Each place ``source`` switches on a project kind by name: a comparison of something named
+    ``kind`` with a kind's name (or a tuple of them), a dict keyed by kind names, a tuple of kind
+    names — what relgate/kinds/'s adapters answer instead."""
+    def names(node: ast.AST) -> set[str] | None:
+        if isinstance(node, ast.Constant) and node.value in KIND_NAMES:
+            return {node.value}
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)) and node.elts and \
+                all(isinstance(e, ast.Constant) and e.value in KIND_NAMES for e in node.elts):
+            return {e.value for e in node.elts}
+        return None
+
+    found = []
+    for node in ast.walk(ast.parse(source, filename=name)):
+        if isinstance(node, ast.Compare):
+            sides = [node.left, *node.comparators]
+            if any(names(s) for s in sides) and any("kind" in ast.unparse(s).lower() for s in sides if not names(s)):
+                found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
+        elif isinstance(node, ast.Dict) and len(node.keys) > 1 and \
+                all(k is not None and names(k) for k in node.keys):
+            found.append(f"{name}:{node.lineno}: a dict keyed by kind names")
+        elif isinstance(node, (ast.Tuple, ast.Set)) and len(node.elts) > 1 and names(node) and \
+                len(names(node) or ()) > 1:
+            found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_no_kind_switch_outside_the_kind_adapters():
+    """A project kind is one adapter in relgate/kinds/ (behind one interface, in one registry):
+    nowhere else compares a kind's name, so adding a kind touches its adapter and the registry."""
+    found = []
+    for path in _modules():
+        if path.relative_to(ENGINE).parts[0] == "kinds":
+            continue
+        found += _kind_switches(path.read_text(), str(path.relative_to(REPO)))
+    assert found == []
+
+
+def test_the_kind_switch_check_finds_a_switch():
+    source = ('if project.kind == "cargo":\n    pass\n'
+              'NEEDS = ("cargo", "make")\n'
+              'FILES = {"cargo": 1, "python": 2}\n'
+              'ok = kind in ("make", "python")\n'
+              'TOOLS = ("cc", "make", "cargo")\n'
+              'argv = ("make", "test")\n')
+    assert [line.split(": ", 1)[0] for line in _kind_switches(source, "x.py")] == [
+        "x.py:1", "x.py:3", "x.py:4", "x.py:5", "x.py:5"]

@@ -70,6 +70,7 @@ from typing import Any
 from relgate.core.errors import InputError
 from relgate.core.readers import read_user_file
 from relgate.core.record import record
+from relgate.kinds.registry import kind_of
 from relgate.manifest.lanes import LaneRef, LaneRow, LanesFile
 from relgate.manifest.schema import did_you_mean, display_path
 from relgate.manifest.targets import Target
@@ -143,14 +144,14 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
                option_files: Mapping[str, Path] | None = None) -> list[Violation]:
     """Every violation of the census rules, in ``RULES`` order, then by target.
 
-    ``kind`` is the project kind: ``"cargo"`` applies the Rust rules as well; any other
-    (make and python projects, whose targets have kind ``"command"``) only the common
-    ones. ``root`` is the project root the target paths are relative to. ``references``
+    ``kind`` is the project kind: its adapter says whether the Rust rules (cargo) or the
+    collected-test-file rule (python) apply beside the common ones (make: only those). ``root`` is the project root the target paths are relative to. ``references``
     are the lanes named outside ``[lanes]``; ``option_files`` the ``[target.NAME]`` tables
     and the file each is in.
     """
     root = Path(root)
-    rust = kind == "cargo"
+    adapter = kind_of(kind)
+    rust = adapter.rust_census
     known = tuple(dict.fromkeys(known_lanes))
     where = _relative(lanes.path, root)
     rows_by_target: dict[str, list[LaneRow]] = {}
@@ -244,7 +245,7 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
                    "lanes run")
         _rust_rules(root, scoped, rows_by_target, known, report)
         _undeclared_files(root, targets, report)
-    elif kind == "python":
+    elif adapter.test_file_census:
         _undeclared_tests(root, targets, report)
     return _ordered(found)
 

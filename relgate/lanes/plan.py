@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from relgate.core.errors import InputError
+from relgate.kinds.registry import kind_of
 from relgate.manifest.lanes import LaneDef, LanesSpec, TargetOptions
 from relgate.manifest.schema import did_you_mean
 from relgate.manifest.specs import CommandSpec, ProjectSpec
@@ -32,30 +33,20 @@ def lane_targets(spec: LanesSpec, lane: str) -> list[Target]:
 
 def target_command(project: ProjectSpec, target: Target, lane: LaneDef, opts: TargetOptions) -> CommandSpec:
     """The command that runs ``target`` in ``lane``: declared for make/python, derived for cargo."""
-    if opts.command is not None or project.kind != "cargo":
+    argv = None
+    if opts.command is None:
+        features = list(dict.fromkeys([*target.required_features, *lane.features, *opts.features]))
+        if lane.mode == "per-board" and "qualification" not in features:
+            features.append("qualification")
+        argv = kind_of(project.kind).lane_command(
+            target_kind=target.kind, target_name=target.name or "", features=features,
+            locked=(project.root / "Cargo.lock").is_file(),
+            ignored=lane.mode in ("ignored", "named") and target.kind == "test" and bool(target.harness),
+            args=list(opts.args))
+    if argv is None:
         if opts.command is None:  # pragma: no cover - load_lanes refuses this
             raise InputError(f"target {target.name}: no command")
         return opts.command
-    features = list(dict.fromkeys([*target.required_features, *lane.features, *opts.features]))
-    if lane.mode == "per-board" and "qualification" not in features:
-        features.append("qualification")
-    argv = ["cargo"]
-    if target.kind == "bench":
-        argv += ["bench", "--bench", target.name or ""]
-    elif target.kind in ("example", "bin"):
-        argv += ["run", "--release", f"--{target.kind}", target.name or ""]
-    else:
-        argv += ["test", "--release", "--test", target.name or ""]
-    if (project.root / "Cargo.lock").is_file():
-        argv.append("--locked")
-    if features:
-        argv += ["--features", ",".join(features)]
-    after: list[str] = []
-    if lane.mode in ("ignored", "named") and target.kind == "test" and target.harness:
-        after.append("--ignored")
-    after += opts.args
-    if after:
-        argv += ["--", *after]
     return CommandSpec(argv=tuple(argv))
 
 

@@ -25,6 +25,8 @@ from typing import Any
 from relgate.core.errors import InputError
 from relgate.core.noexec import available, no_spawn_no_write
 from relgate.core.record import record
+from relgate.kinds.make import MAKEFILES
+from relgate.kinds.registry import kinds as all_kinds
 from relgate.manifest.make_db import MakeDatabase, parse_database
 from relgate.manifest.pyfacts import BuildFacts, TestDeps
 from relgate.manifest.repo_paths import inside
@@ -33,14 +35,12 @@ from relgate.manifest.schema import NAME, Checker, display_path, read_toml
 __all__ = ["CargoFacts", "CargoTarget", "MakeFacts", "PythonFacts", "detect_kinds", "read_cargo", "read_make",
            "read_python", "make_targets_of", "gpu_features"]
 
-MAKEFILES = ("GNUmakefile", "makefile", "Makefile")
-_KIND_FILES = {"cargo": ("Cargo.toml",), "make": MAKEFILES, "python": ("pyproject.toml",)}
 
 
 def detect_kinds(root: Path) -> list[tuple[str, str]]:
     """(kind, the file that says so) for every kind ``root`` holds, in cargo, make, python order."""
     found = []
-    for kind, names in _KIND_FILES.items():
+    for kind, names in ((k.name, k.marker_files) for k in all_kinds().values()):
         name = next((n for n in names if (Path(root) / n).is_file()), None)
         if name is not None:
             found.append((kind, name))

@@ -18,6 +18,10 @@ from pathlib import Path
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
+from relgate.kinds.cargo import CARGO
+from relgate.kinds.make import MAKE
+from relgate.kinds.python import PYTHON
+from relgate.kinds.registry import kind_of
 from relgate.manifest.discover import CargoFacts, detect_kinds, read_cargo, read_make, read_python
 from relgate.manifest.init_files import (
     NOXFILE,
@@ -193,18 +197,30 @@ def _head(name: str, path: Path, schemas: Path | None, what: str, root: Path) ->
 
 
 def read_repository(root: Path, kind: str) -> tuple[Reading, str]:
-    """What init reads, and the builds.toml it makes of it."""
-    if kind == "cargo":
-        cargo = read_cargo(root)
-        return (Reading(kind=kind, name=cargo.name, version=cargo.version, source=cargo.source, facts=cargo,
-                        judged=judged_targets(cargo)), cargo_builds(cargo, lib_tests=_has_unit_tests(root)))
-    if kind == "make":
-        make = read_make(root)
-        return Reading(kind=kind, name=root.name, version=None, source="make -pRrq", facts=make), make_builds(make)
+    """What init reads, and the builds.toml it makes of it (the reader of the kind's files)."""
+    return _READERS[kind](root, kind)
+
+
+def _read_cargo_repository(root: Path, kind: str) -> tuple[Reading, str]:
+    cargo = read_cargo(root)
+    return (Reading(kind=kind, name=cargo.name, version=cargo.version, source=cargo.source, facts=cargo,
+                    judged=judged_targets(cargo)), cargo_builds(cargo, lib_tests=_has_unit_tests(root)))
+
+
+def _read_make_repository(root: Path, kind: str) -> tuple[Reading, str]:
+    make = read_make(root)
+    return Reading(kind=kind, name=root.name, version=None, source="make -pRrq", facts=make), make_builds(make)
+
+
+def _read_python_repository(root: Path, kind: str) -> tuple[Reading, str]:
     py = read_python(root)
     source = "pyproject.toml [project]" + (f" and {py.build.source}" if py.build is not None and py.build.source else "")
     return (Reading(kind=kind, name=py.name, version=py.version, source=source, facts=py,
                     judged=python_targets(py)), python_builds(py))
+
+
+# kind → the reader of its files (the readers live on the manifest floor, above relgate/kinds/)
+_READERS = {CARGO.name: _read_cargo_repository, MAKE.name: _read_make_repository, PYTHON.name: _read_python_repository}
 
 
 def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = None,
@@ -305,8 +321,7 @@ def _gitignore_missing(root: Path, kind: str) -> tuple[str, ...]:
     wanted = [w for w in (".relgate/",) if w not in have and "/" + w not in have]
     if not set(have) & set(_PYCACHE_IGNORED):
         wanted.append("__pycache__/")
-    if kind == "python":
-        wanted += [w for w in ("dist/", "build/", "*.egg-info/") if w not in have and "/" + w not in have]
+    wanted += [w for w in kind_of(kind).gitignore if w not in have and "/" + w not in have]
     return tuple(wanted)
 
 

@@ -12,6 +12,7 @@ import shlex
 from collections.abc import Sequence
 
 from relgate.core.record import record
+from relgate.kinds.registry import kind_of
 from relgate.manifest.discover import CargoFacts, CargoTarget, MakeFacts, PythonFacts
 from relgate.manifest.keys import BUILTIN_LANES
 
@@ -283,7 +284,8 @@ def lanes_toml(r: Reading) -> str:
     for name, lane, what in r.judged:
         row = f"{quote(name)} = {quote(lane)}"
         rows.append(f"# {row}   # {what}" if lane == UNASSIGNED else f"{row}   # {what}")
-    if r.kind == "python" and r.judged:
+    adapter = kind_of(r.kind)
+    if adapter.test_file_census and r.judged:
         rows += ["", "# Each test file pytest collects is a target: a new one without a lane is named by the census.",
                  "# The gate lane runs each file in the fresh test environment of the tests check."]
         for name, _lane, what in r.judged:
@@ -291,8 +293,8 @@ def lanes_toml(r: Reading) -> str:
             rows += ["", f"[target.{quote(name)}]", f"path = {quote(path)}",
                      f"command = {quote(python_target_command(r.facts, path))}"]
         return "\n".join(rows)
-    if r.kind != "cargo":
-        command = "make smoke" if r.kind == "make" else "python -m pytest -q tests/test_smoke.py"
+    if adapter.example_command is not None:
+        command = adapter.example_command
         rows += ["", f"# A {r.kind} project declares its targets here, each with the command that runs it:",
                  '# "smoke" = "gate"', "# [target.smoke]", '# path = "tests/smoke.sh"', f"# command = {quote(command)}"]
     return "\n".join(rows)
@@ -374,8 +376,8 @@ def checklist_toml(r: Reading, *, lanes_used: Sequence[str]) -> str:
     if isinstance(r.facts, CargoFacts):
         package += "\ntargets = [" + ", ".join(quote(s) for s in _package_steps(r.facts)) + "]"
     items = [("host", "Host checks passed (census, release builds, tests, diff check)", 'auto = "session:host"'),
-             ("no-warnings", "No compiler warning in any release or test build" if r.kind != "python" else
-              "No compiler warning in any release build", 'auto = "warnings"'),
+             ("no-warnings", "No compiler warning in any release or test build" if kind_of(r.kind).test_build_warnings
+              else "No compiler warning in any release build", 'auto = "warnings"'),
              *((f"lane-{lane}", f"Every {lane}-lane target passed on every board", f'auto = "lane:{lane}"')
                if lane not in MANUAL_LANES else
                (f"lane-{lane}", MANUAL_LANES[lane], "manual = true   # attested, or a run linked with "

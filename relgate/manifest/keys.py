@@ -9,6 +9,7 @@ regenerates both).
 
 from __future__ import annotations
 
+from relgate.kinds.registry import kind_choices
 from relgate.manifest.fields import FileSpec, Key, Rule, above, at_least, key, nonblank, one_of_keys, pattern, text_rule
 from relgate.manifest.schema import MAX_SECONDS, NAME
 
@@ -17,7 +18,7 @@ __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", 
            "ENV_NAME", "FILES", "file_spec", "OPTION_KEYS", "OUTPUT_KEYS",
            "PROJECT", "BUILDS", "LANES", "PACKAGE", "INTENTIONAL", "MEASUREMENTS", "CHECKLIST", "HOST"]
 
-PROJECT_KINDS = ("make", "cargo", "python")
+PROJECT_KINDS = kind_choices()
 HOST_KINDS = ("local", "ssh", "slurm")
 # host keys only a kind = "slurm" host takes
 SLURM_KEYS = ("partition", "account", "time_limit", "resubmit", "board", "srun_args", "max_jobs")

@@ -25,6 +25,7 @@ from typing import Any
 from relgate.core.counts import parse_max_skipped
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.record import record
+from relgate.kinds.registry import kind_of
 from relgate.manifest.host_extras import parse_gpus
 from relgate.manifest.keys import BUILTIN_LANES, LANE_MODES, LANES
 from relgate.manifest.schema import Checker, did_you_mean, display_path, loads_toml, read_text, read_toml
@@ -352,7 +353,7 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
 
 
 def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions], path: Path) -> list[Target]:
-    if project.kind == "cargo":
+    if kind_of(project.kind).targets_from_project:  # cargo: Cargo.toml's targets
         from relgate.manifest.cargo import discover_cargo_targets
 
         return discover_cargo_targets(project.root / "Cargo.toml")

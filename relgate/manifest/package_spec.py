@@ -48,6 +48,8 @@ from urllib.parse import urlsplit
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.readers import read_user_file
 from relgate.core.record import record
+from relgate.kinds.registry import kind_of
+from relgate.kinds.registry import kinds as all_kinds
 from relgate.manifest.keys import PACKAGE, WARNING_POLICIES
 from relgate.manifest.schema import Checker, display_path, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec, _command
@@ -58,11 +60,10 @@ __all__ = ["PACKAGE_FILE", "ArchiveLimits", "DEFAULT_LIMITS", "LockEntry", "Pack
 PACKAGE_FILE = "package.toml"
 _PACKAGE_KEYS = PACKAGE.top("package").names()
 _PUBLISH_KEYS = PACKAGE.top("publish").names()
+# package.toml key → the kinds that take it (each kind's adapter lists its own keys)
 _ONLY: Mapping[str, tuple[str, ...]] = {
-    "dist": ("make",), "dist_glob": ("make",), "build_command": ("make",), "test_command": ("make", "python"),
-    "extras": ("python",), "extensions": ("python",), "group": ("python",), "wheel_fixtures": ("python",), "registry": ("cargo",), "index_url": ("python",), "upload_url": ("python",),
-    "lock": ("python",), "import": ("python",),
-}
+    key: tuple(k.name for k in all_kinds().values() if key in k.package_keys)
+    for key in dict.fromkeys(key for k in all_kinds().values() for key in k.package_keys)}
 _HINTS = {"test_command": " (cargo packages run cargo test --offline --no-default-features)",
           "lock": " (a cargo package ships its Cargo.lock; --locked checks it)",
           "registry": " (python: index_url)", "index_url": " (cargo: registry)"}
@@ -218,7 +219,7 @@ def parse_package(data: Mapping[str, Any], *, path: Path, kind: str) -> PackageM
     shell = bool(c.get(pkg, "package", "shell", bool, False))
     dist = _command(c, pkg, "package", "dist", shell)
     dist_glob = c.get(pkg, "package", "dist_glob", str)
-    if dist is not None and dist_glob is None and kind == "make":
+    if dist is not None and dist_glob is None and kind_of(kind).dist_needs_glob:
         c.problem("package.dist_glob", 'missing: say where package.dist leaves the tarball (e.g. "dist/*.tar.gz")')
     if dist_glob is not None:
         if dist is None:

@@ -17,6 +17,7 @@ from typing import Any, Protocol
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.core.redact import display_command
+from relgate.kinds.registry import DEFAULT_KIND, kind_of
 from relgate.manifest.keys import (
     BUILDS,
     CHECK_BUILTINS,
@@ -250,7 +251,7 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
     if name:
         c.name_ok("project.name", name)
     root_text = c.text(table, "project", "root", "")
-    kind = c.choice(table, "project", "kind", PROJECT_KINDS, default="make")
+    kind = c.choice(table, "project", "kind", PROJECT_KINDS, default=DEFAULT_KIND)
     version = c.get(table, "project", "version", str)
     if version is not None and not version.strip():
         c.problem("project.version", "must not be empty (leave it out when the project has no version)")
@@ -278,39 +279,17 @@ def parse_project(data: Mapping[str, Any], *, path: Path) -> ProjectSpec:
     if lanes is not None and root.is_dir() and not (root / lanes).is_file():
         c.problem("project.lanes", f"{root / lanes} does not exist")
     c.raise_if_problems()
-    return ProjectSpec(name=name, root=root, kind=kind or "make", version=version or None,
+    return ProjectSpec(name=name, root=root, kind=kind or DEFAULT_KIND, version=version or None,
                        changelog=root / changelog if changelog else None, evidence_env=evidence_env,
                        source=Path(path),
                        lanes=root / lanes if lanes else None)
-
-
-_SEMVER = re.compile(
-    r"(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)"
-    r"(?:-((?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*)(?:\.(?:0|[1-9]\d*|\d*[a-zA-Z-][0-9a-zA-Z-]*))*))?"
-    r"(?:\+([0-9a-zA-Z-]+(?:\.[0-9a-zA-Z-]+)*))?", re.ASCII)  # semver.org's own regex
 
 
 def version_problem(kind: str, version: str) -> str | None:
     """Why ``version`` is not a version of a ``kind`` project (None when it is one): PEP 440
     for python, semver for cargo, any non-empty printable string for make."""
     shown = printable(version if len(version) <= 60 else version[:60] + "…")
-    if kind == "python":
-        from packaging.version import InvalidVersion, Version  # only a python project pays for it
-
-        try:
-            Version(version)
-        except InvalidVersion:
-            return f'"{shown}" is not a PEP 440 version (e.g. 1.2.0, 1.2.0rc1, 1.2.0.post1)'
-        if version != version.strip():
-            return f'"{shown}" has spaces around it'
-        return None
-    if kind == "cargo":
-        if not _SEMVER.fullmatch(version):
-            return f'"{shown}" is not a semver version (MAJOR.MINOR.PATCH, e.g. 0.4.0 or 1.0.0-rc.1), as cargo needs'
-        return None
-    if not version.isprintable() or not version.strip():
-        return f'"{shown}" is not a printable version string'
-    return None
+    return kind_of(kind).version_problem(shown, version)
 
 
 # --- builds.toml ----------------------------------------------------------------------

@@ -45,6 +45,8 @@ from urllib.parse import urlsplit
 
 from relgate.core.errors import ExecutionError, InputError
 from relgate.core.record import record
+from relgate.kinds.cargo import CARGO
+from relgate.kinds.python import PYTHON
 from relgate.core.redact import is_secret_name
 from relgate.manifest.options import RunOptions
 from relgate.manifest.package_spec import read_lock
@@ -52,8 +54,6 @@ from relgate.manifest.schema import display_path, read_toml
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
 from relgate.package.verify import (
-    PIP_HERMETIC,
-    Plan,
     _not_run,
     cleanup,
     export_step,
@@ -65,6 +65,7 @@ from relgate.package.verify import (
     requirements_step,
     wheelhouse_step,
 )
+from relgate.package.work import PIP_HERMETIC, Plan
 from relgate.run.flow import finish, run_plan
 from relgate.run.plan import PlannedStep, StepFailed
 from relgate.run.runner import RunSummary
@@ -442,10 +443,11 @@ def plan_publish_dry_run(plan: Plan, *, environ: Mapping[str, str] = os.environ,
                          cache: Path | None = None) -> tuple[list[PlannedStep], LocalIndex | None]:
     """Every publish_dry_run step, in order, and the local index the run starts (if any)."""
     steps = [export_step(plan)]
-    if plan.project.kind == "cargo":
-        return steps + _plan_cargo(plan, environ), None
-    if plan.project.kind == "python":
-        more, index = _plan_python(plan, environ, cache or cache_root(environ))
+    registries = {CARGO.name: lambda: (_plan_cargo(plan, environ), None),
+                  PYTHON.name: lambda: _plan_python(plan, environ, cache or cache_root(environ))}
+    flow = registries.get(plan.project.kind)  # the kinds that publish to a registry, on the package floor
+    if flow is not None:
+        more, index = flow()
         return steps + more, index
     nothing = plan.step("publish", action=lambda write: 0, action_name="publish")
     return [_not_run(nothing, "a make project has no package registry to publish to (package_verify checks its "

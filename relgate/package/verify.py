@@ -37,208 +37,36 @@ from __future__ import annotations
 import email.parser
 import os
 import re
-import shlex
-import shutil
 import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 from relgate.core.errors import ExecutionError
 from relgate.core.files import sha256_file
-from relgate.core.record import record
-from relgate.core.redact import Redactor
-from relgate.ledger.gitfacts import GitFacts
+from relgate.kinds.cargo import CARGO
+from relgate.kinds.make import MAKE
+from relgate.kinds.python import PYTHON
+from relgate.kinds.registry import kind_of
 from relgate.manifest.options import RunOptions
-from relgate.manifest.package_spec import PackageManifest, load_package_manifest
+from relgate.manifest.package_spec import load_package_manifest
 from relgate.manifest.schema import display_path
-from relgate.manifest.specs import CommandSpec, ProjectSpec
+from relgate.manifest.specs import CommandSpec
 from relgate.manifest.targets import Target
 from relgate.manifest.workspace import Workspace
-from relgate.package import offline
 from relgate.package.archive import ArchiveError, extract, printable
 from relgate.package.inspect import Required, inspect_tree
+from relgate.package.work import PIP_HERMETIC, Plan, Work, detect_network
 from relgate.run.flow import candidate_facts, finish, run_plan
 from relgate.run.plan import PlannedStep, StepFailed
 from relgate.run.runner import RunSummary
 
-__all__ = ["Network", "Plan", "Work", "declared_targets", "detect_network", "new_plan", "plan_package_verify",
+__all__ = ["declared_targets", "new_plan", "plan_package_verify",
            "run_package_verify", "wheel_requirements"]
 
-OFFLINE_SCRIPT = str(Path(offline.__file__).resolve())
 PIP_WITH_PYTHON = (22, 3)  # `pip --python`: install into another interpreter's environment
-
-# --- the run's work folder, and the network --------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Work:
-    """The folder one run builds in; every path a step uses is here."""
-
-    root: Path
-
-    @classmethod
-    def create(cls, session: str) -> "Work":
-        work = cls(Path(tempfile.mkdtemp(prefix=f"relgate-{session}-")).resolve())
-        for folder in (work.dist, work.wheelhouse, work.bin):
-            folder.mkdir()
-        # Offline steps run `relgate-offline -- COMMAND`: this run's own launcher of relgate/offline.py
-        # (found first on the step's PATH), so no package under test can stand in for it.
-        launcher = work.bin / "relgate-offline"
-        launcher.write_text(f"#!/bin/sh\nexec {shlex.quote(sys.executable)} -I {shlex.quote(OFFLINE_SCRIPT)} \"$@\"\n",
-                            encoding="utf-8")
-        launcher.chmod(0o755)
-        return work
-
-    @property
-    def src(self) -> Path:  # the exported commit
-        return self.root / "src"
-
-    @property
-    def export_tar(self) -> Path:
-        return self.root / "export.tar"
-
-    @property
-    def dist(self) -> Path:  # the built package archives
-        return self.root / "dist"
-
-    @property
-    def unpacked(self) -> Path:
-        return self.root / "unpacked"
-
-    @property
-    def package(self) -> Path:  # the extracted package's root
-        return self.root / "package"
-
-    @property
-    def wheel(self) -> Path:  # the extracted wheel
-        return self.root / "wheel"
-
-    @property
-    def target(self) -> Path:  # CARGO_TARGET_DIR
-        return self.root / "target"
-
-    @property
-    def wheelhouse(self) -> Path:
-        return self.root / "wheelhouse"
-
-    @property
-    def venv(self) -> Path:
-        return self.root / "venv"
-
-    @property
-    def requirements(self) -> Path:  # the wheel's requirements
-        return self.root / "requirements.txt"
-
-    @property
-    def bin(self) -> Path:  # relgate-offline
-        return self.root / "bin"
-
-    @property
-    def venv_python(self) -> Path:
-        return self.venv / "bin" / "python"
-
-    def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
-
-
-@record
-class Network:
-    """Whether offline steps run in a fresh network namespace here, and why (not)."""
-
-    namespace: bool
-    words: str
-
-    @property
-    def record(self) -> str:
-        """What each offline step's row records (``RELGATE_NETWORK``)."""
-        return ("cut: " if self.namespace else "offline switches only: ") + self.words
-
-    def wrap(self, command: CommandSpec) -> CommandSpec:
-        """``relgate-offline -- COMMAND`` (``--namespace=try`` where no namespace can be made)."""
-        argv = command.argv if command.argv is not None else ("/bin/sh", "-c", command.shell or "")
-        mode = () if self.namespace else ("--namespace=try",)
-        return CommandSpec(argv=("relgate-offline", *mode, "--", *argv))
-
-    @property
-    def env(self) -> dict[str, str]:
-        return {**offline.OFFLINE_ENV, "RELGATE_NETWORK": self.record}
-
-
-def detect_network() -> Network:
-    done, words = offline.probe(OFFLINE_SCRIPT)
-    return Network(namespace=done, words=words or "unknown")
-
-
-# --- steps ----------------------------------------------------------------------------------------
-
-_TOOLS = ("cargo", "make", "git", "gcc", "cc", "clang", "nvcc", "hipcc")
-#: pip looks nowhere but where the command line says (no config file, no find-links or index from the environment).
-# A PYTHONPATH from the caller's shell would let pip see a checkout as "already installed"
-# (and the tests import it instead of the wheel): the package is judged as installed, alone.
-PIP_HERMETIC = {"PIP_CONFIG_FILE": os.devnull, "PIP_FIND_LINKS": "", "PIP_EXTRA_INDEX_URL": "", "PIP_INDEX_URL": "",
-                "PIP_CONSTRAINT": "", "PYTHONPATH": ""}
-
-
-@record(frozen=False)
-class Plan:
-    """What one stage run shares between its steps: where, on which host, with which network."""
-
-    project: ProjectSpec
-    manifest: PackageManifest
-    facts: GitFacts
-    work: Work
-    network: Network
-    host: str
-    lane: str
-    roots: list[tuple[str, Path, bool]] = field(default_factory=list)  # filled by extract: label, root, main?
-
-    def step(self, name: str, command: CommandSpec | None = None, *, cwd: Path | None = None,
-             env: Mapping[str, str] | None = None, needs: Sequence[str] = (), offline: bool = False,
-             scan: bool = False, timeout: float | None = None, skip: str | None = None,
-             action: Callable[[Callable[[str], None]], int] | None = None, action_name: str | None = None,
-             ) -> PlannedStep:
-        """One step; ``offline`` ones run through :mod:`relgate.offline` with the offline switches."""
-        commands: tuple[CommandSpec, ...] = ()
-        requires: tuple[str, ...] = ()
-        step_env = dict(env or {})
-        if command is not None:
-            tool = command.argv[0] if command.argv else None
-            requires = (tool,) if tool in _TOOLS else ()
-            if offline:
-                path = step_env.get("PATH") or os.environ.get("PATH") or os.defpath
-                step_env = {**self.network.env, **step_env, "PATH": f"{self.work.bin}{os.pathsep}{path}"}
-                command = self.network.wrap(command)
-            commands = (command,)
-        return PlannedStep(name=name, commands=commands, cwd=cwd or self.work.root, lane=self.lane, env=step_env,
-                           timeout=timeout if timeout is not None else self.manifest.package.timeout,
-                           requires=requires, scan_warnings=scan, skip=skip, host=self.host, needs=tuple(needs),
-                           action=_guarded(name, action) if action is not None else None, action_name=action_name)
-
-
-def _guarded(name: str, action: Callable[[Callable[[str], None]], int]) -> Callable[[Callable[[str], None]], int]:
-    """An action as the runner gets it: its lines redacted like command output, and a file-system
-    failure an error of the harness (one line), never a traceback."""
-
-    def run(write: Callable[[str], None]) -> int:
-        try:
-            return action(_safe(write))
-        except OSError as exc:
-            where = f" {exc.filename}" if getattr(exc, "filename", None) else ""
-            raise ExecutionError(f"{name}:{where} {exc.strerror or exc}") from None
-
-    return run
-
-
-
-def _safe(write: Callable[[str], None]) -> Callable[[str], None]:
-    """``write`` with secrets of the environment hidden (actions write to the log directly)."""
-    redact = Redactor.from_env(os.environ)
-    return lambda line: write(redact(line))
-
 
 def find_one(folder: Path, pattern: str, what: str) -> Path:
     """The single file ``pattern`` matches in ``folder``; none or several fail the step."""
@@ -514,7 +342,7 @@ def declared_targets(ws: Workspace) -> tuple[tuple[Target, ...], dict[str, str]]
     lanes = ws.lanes
     if lanes is not None:
         return lanes.targets, lanes.assignments
-    if ws.project.kind == "cargo" and (ws.project.root / "Cargo.toml").is_file():
+    if kind_of(ws.project.kind).targets_from_project and (ws.project.root / "Cargo.toml").is_file():
         from relgate.manifest.cargo import discover_cargo_targets
 
         return tuple(discover_cargo_targets(ws.project.root / "Cargo.toml")), {}
@@ -592,7 +420,7 @@ def _plan_python(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
                   "--find-links", str(work.dist), "--find-links", str(work.wheelhouse), "--only-binary", ":all:",
                   *(("-c", str(lock)) if lock is not None else ()), wanted,
                   *(("-r", str(work.requirements)) if spec.group else ()))
-    test = spec.test_command or CommandSpec(argv=("python", "-m", "pytest", "-q", "-p", "no:cacheprovider"))
+    test = spec.test_command or CommandSpec(argv=PYTHON.package_test)
     venv_env = {"PATH": f"{work.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
                 "VIRTUAL_ENV": str(work.venv), "PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": ""}
     steps += [plan.step("offline-venv", venv, needs=("package",), offline=True),
@@ -635,8 +463,8 @@ def _plan_make(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
             "git", "archive", "--format=tar.gz", f"--prefix={prefix}/", "-o", str(work.dist / f"{prefix}.tar.gz"),
             treeish)), cwd=facts.toplevel, needs=("export",))
         source = (work.dist, f"{prefix}.tar.gz", "source tarball", work.package, True)
-    build = spec.build_command or CommandSpec(argv=("make",))
-    test = spec.test_command or CommandSpec(argv=("make", "test"))
+    build = spec.build_command or CommandSpec(argv=MAKE.package_build)
+    test = spec.test_command or CommandSpec(argv=MAKE.package_test)
     return [package, extract_step(plan, [source]),
             inspect_step(plan, required_paths(plan, targets), check_version=spec.dist is None),
             plan.step("offline-build", build, cwd=work.package, needs=("extract",), offline=True,
@@ -648,14 +476,9 @@ def plan_package_verify(plan: Plan, *, targets: Sequence[Target] = (),
                         lanes: Mapping[str, str] | None = None) -> list[PlannedStep]:
     """Every package_verify step for the plan's project kind, in order (pure: nothing runs)."""
     steps = [export_step(plan)]
-    kind = plan.project.kind
-    if kind == "cargo":
-        steps += _plan_cargo(plan, targets, lanes or {})
-    elif kind == "python":
-        steps += _plan_python(plan, targets)
-    else:
-        steps += _plan_make(plan, targets)
-    return steps
+    flows = {CARGO.name: lambda: _plan_cargo(plan, targets, lanes or {}), PYTHON.name: lambda: _plan_python(plan, targets),
+             MAKE.name: lambda: _plan_make(plan, targets)}  # the kinds' flows, on the package floor
+    return steps + flows[plan.project.kind]()
 
 
 def new_plan(ws: Workspace, session: str, lane: str) -> Plan:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
+from relgate.kinds.registry import kind_of
 from relgate.lanes.plan import lane_targets, plan_lane
 from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps, not_run_step, refuse_unknown_lanes
 from relgate.lanes.steps import census_step as lane_census_step
@@ -75,18 +76,16 @@ def _host_steps(ws: Workspace, *, names: Sequence[str]) -> list[PlannedStep]:
 # skipped (a not-run step, which --require-all fails), never silence.
 # The census of Cargo.toml's targets; of a Makefile's targets, which only a lanes file declares
 # (`relgate lane` is exit 2 without one: `nox -s host` says it too, as a not-run census).
-_NEEDS_LANES = ("cargo", "make")
-_NEEDS_BUILDS = ("cargo", "make")  # the warning-free release builds
 
 
 def _missing_reasons(ws: Workspace) -> dict[str, str]:
     """step name → why it cannot run: a manifest the project's kind needs is absent."""
     reasons = {}
     folder = display_path(ws.manifests_dir)
-    if ws.lanes is None and ws.project.kind in _NEEDS_LANES:
+    if ws.lanes is None and kind_of(ws.project.kind).needs_lanes:
         reasons["lane-census"] = (f"no lanes file (project.lanes, or lanes.toml in {folder}): the census of the "
                                   f"{ws.project.kind} project's targets did not run")
-    if not ws.builds.declared and ws.project.kind in _NEEDS_BUILDS:
+    if not ws.builds.declared and kind_of(ws.project.kind).needs_builds:  # the warning-free release builds
         reasons["host-checks"] = f"no builds.toml in {folder}: no release build or host check is declared, none ran"
     return reasons
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO
 
 from relgate.core.errors import InputError
+from relgate.kinds.registry import kind_names
 from relgate.stages.registry import Outcome, Workspace, stage
 
 __all__: list[str] = []
@@ -16,7 +17,7 @@ __all__: list[str] = []
 
 def _init_options(ini: argparse.ArgumentParser) -> None:
     ini.add_argument("path", nargs="?", type=Path, default=Path("."), metavar="PATH")
-    ini.add_argument("--kind", choices=("cargo", "make", "python"), help="the kind, when the repository holds several")
+    ini.add_argument("--kind", choices=kind_names(), help="the kind, when the repository holds several")
     ini.add_argument("--manifests", dest="init_manifests", type=Path,
                      help="the manifest folder to write (default: PATH/manifests)")
     ini.add_argument("--force", action="store_true", help="replace files that exist")
