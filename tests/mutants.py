@@ -162,7 +162,7 @@ MUTANTS: tuple[Mutant, ...] = (
            why="a target whose path is a folder passes the census"),
     Mutant(name="census-make-needs-lanes", path="relgate/kinds/make.py",
            old="    needs_lanes = True", new="    needs_lanes = False",
-           tests=_k("tests/test_false_green_round4_small.py", "make_project_with_no_lanes_file_says_so"),
+           tests=_k("tests/test_manifest_secrets_and_ledger_paths.py", "make_project_with_no_lanes_file_says_so"),
            why="a make project without a lanes file: its census silently absent from nox -s host"),
     Mutant(name="host-make-needs-builds", path="relgate/kinds/make.py",
            old="    needs_builds = True", new="    needs_builds = False",
