@@ -45,6 +45,7 @@ from relgate.manifest.keys import BUILTIN_LANES, PROJECT_KINDS
 from relgate.manifest.reference import schema_comment
 from relgate.manifest.repo_paths import inside
 from relgate.manifest.schema import display_path
+from relgate.manifest.skip_limits import Skips
 
 __all__ = ["PlannedFile", "InitPlan", "plan_init", "read_repository", "write_plan", "pick_kind", "find_lanes_file",
            "relgate_schemas", "find_changelog", "CHANGELOG_NAMES"]
@@ -224,8 +225,10 @@ _READERS = {CARGO.name: _read_cargo_repository, MAKE.name: _read_make_repository
 
 
 def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = None,
-              schemas: Path | None = None) -> InitPlan:
-    """Every file init would write for the repository at ``root`` (nothing is written)."""
+              schemas: Path | None = None, skips: Skips | None = None) -> InitPlan:
+    """Every file init would write for the repository at ``root`` (nothing is written).
+    ``skips``: each lane target's skipped tests in the latest clean run at HEAD, read from the
+    ledger by the stage (None: none recorded) — written as ``max_skipped``."""
     root = Path(root).resolve()
     if not root.is_dir():
         raise InputError(f"{display_path(root)}: no such folder")
@@ -254,7 +257,7 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
                                                       lanes=lanes_rel, changelog=changelog)),
              ("builds.toml", "builds", builds)]
     if lanes_file is None:
-        texts.append(("lanes.toml", "lanes", lanes_toml(reading) + lane_settings_toml(settings)))
+        texts.append(("lanes.toml", "lanes", lanes_toml(reading, skips) + lane_settings_toml(settings)))
     elif settings:  # the project's own table stays as it is; the lane-wide settings sit beside it
         texts.append(("lanes.toml", "lanes", "# Settings for every target of a lane (the [lanes] table is "
                       f"{lanes_rel}).\n" + lane_settings_toml(settings).lstrip("\n")))

@@ -15,6 +15,7 @@ from relgate.core.record import record
 from relgate.kinds.registry import kind_of
 from relgate.manifest.discover import CargoFacts, CargoTarget, MakeFacts, PythonFacts
 from relgate.manifest.keys import BUILTIN_LANES
+from relgate.manifest.skip_limits import SKIP_HINT, Skips, max_skipped_line
 
 __all__ = ["UNASSIGNED", "Reading", "cargo_lane", "cargo_builds", "make_builds", "python_builds", "project_toml",
            "lanes_toml", "lane_settings_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml",
@@ -277,7 +278,9 @@ def project_toml(r: Reading, *, rel_root: str, lanes: str | None, changelog: str
     return "\n".join(lines)
 
 
-def lanes_toml(r: Reading) -> str:
+def lanes_toml(r: Reading, skips: Skips | None = None) -> str:
+    """The [lanes] table, and ``max_skipped`` per target from the clean run ``skips`` (None: no
+    clean run recorded, a commented hint instead)."""
     rows = ["# Which lane each target runs in. A target marked \"?\" has none yet: the census names it",
             f"# until it gets one ({', '.join(BUILTIN_LANES)}, or a [lane.NAME] of your own).",
             "", "[lanes]"]
@@ -292,12 +295,20 @@ def lanes_toml(r: Reading) -> str:
             path = what.split(" ", 1)[1]
             rows += ["", f"[target.{quote(name)}]", f"path = {quote(path)}",
                      f"command = {quote(python_target_command(r.facts, path))}"]
-        return "\n".join(rows)
+            rows += [line] if (line := max_skipped_line(skips, name)) else []
+        return "\n".join(rows + _skip_hint(r, skips))
     if adapter.example_command is not None:
         command = adapter.example_command
         rows += ["", f"# A {r.kind} project declares its targets here, each with the command that runs it:",
                  '# "smoke" = "gate"', "# [target.smoke]", '# path = "tests/smoke.sh"', f"# command = {quote(command)}"]
-    return "\n".join(rows)
+    for name, lane, _what in r.judged:
+        if lane != UNASSIGNED and (line := max_skipped_line(skips, name)):
+            rows += ["", f"[target.{quote(name)}]", line]
+    return "\n".join(rows + _skip_hint(r, skips))
+
+
+def _skip_hint(r: Reading, skips: Skips | None) -> list[str]:
+    return ["", SKIP_HINT] if skips is None and any(lane != UNASSIGNED for _, lane, _ in r.judged) else []
 
 
 def python_target_command(facts: CargoFacts | MakeFacts | PythonFacts, path: str) -> str:

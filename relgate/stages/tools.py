@@ -50,17 +50,18 @@ def init(workspace: Workspace, args: argparse.Namespace, out: IO[str]) -> Outcom
 
     root = args.path.resolve()
     manifests = args.init_manifests or args.manifests
+    skips = _clean_skips(root, args.home)
     if args.check:
         mdir = (manifests or root / "manifests").resolve()
         if not (mdir / "project.toml").is_file():
             raise InputError(f"{display_path(mdir / 'project.toml')}: no such file (run relgate init first)")
-        lines = drift(root, mdir, kind=args.kind)
+        lines = drift(root, mdir, kind=args.kind) + _skip_drift(mdir, skips)
         for line in lines:
             print(line)
         if not lines:
             print(f"no drift between {display_path(root)} and {display_path(mdir)}")
         return Outcome(code=1 if lines else 0)
-    plan = plan_init(root, kind=args.kind, manifests=manifests)
+    plan = plan_init(root, kind=args.kind, manifests=manifests, skips=skips)
     print(f"{plan.kind} project at {display_path(plan.root)} (read with {plan.source})")
     if args.dry_run:
         for f in plan.files:
@@ -86,6 +87,32 @@ def init(workspace: Workspace, args: argparse.Namespace, out: IO[str]) -> Outcom
     for command in plan.next_commands:
         print(f"  {command}")
     return Outcome(code=0)
+
+
+def _clean_skips(root: Path, home: Path | None) -> dict[str, tuple[int, int, str]] | None:
+    """target → (skipped, total, which run) of the ledger's latest clean run of each lane target
+    at HEAD (the ledger home: --home, else $RELGATE_HOME, else PATH/.relgate); None when none."""
+    import os
+
+    from relgate.ledger.clean_skips import clean_skips
+
+    env = os.environ.get("RELGATE_HOME")
+    home = Path(home).resolve() if home is not None else (Path.cwd() / env).resolve() if env else root / ".relgate"
+    found = clean_skips(home, root)
+    return None if found is None else {t: (c.skipped, c.total, c.source) for t, c in found.items()}
+
+
+def _skip_drift(mdir: Path, skips: dict[str, tuple[int, int, str]] | None) -> list[str]:
+    """A target whose recorded clean run skipped more than its manifest's max_skipped."""
+    if not skips:
+        return []
+    from relgate.manifest.lanes import load_lanes
+    from relgate.manifest.schema import read_toml
+    from relgate.manifest.skip_limits import skip_drift
+    from relgate.manifest.specs import parse_project
+
+    lanes = load_lanes(parse_project(read_toml(mdir / "project.toml"), path=mdir / "project.toml"), mdir)
+    return skip_drift(lanes, skips) if lanes is not None else []
 
 
 @stage("pytest", "pytest in a fresh environment holding the wheel built from the tree (PATH, default cwd) and its "
