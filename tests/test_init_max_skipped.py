@@ -109,3 +109,42 @@ def test_init_writes_max_skipped_from_the_clean_run_and_more_skips_fail(tmp_path
     assert done.returncode != 0
     row = Ledger(root).rows("gate")["test_half"]
     assert row["verdict"] == "fail" and row["reason"] == "2 of 3 tests skipped, above max_skipped = 1", row
+
+    # neither a failed run nor a passing one on a dirty tree is a clean run to take a limit from
+    hint = "# max_skipped: no clean run of the lanes at HEAD is recorded"
+    done = relgate(root, "init", ".", "--dry-run")
+    assert hint in done.stdout and "max_skipped = 2" not in done.stdout, done.stdout
+    path = root / "manifests/lanes.toml"
+    path.write_text(path.read_text().replace("max_skipped = 1 ", "max_skipped = 5 "))
+    done = nox(root, "-s", "gate")
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    row = Ledger(root).rows("gate")["test_half"]
+    assert row["verdict"] == "pass" and row["dirty"] and row["tests"]["skipped"] == 2, row
+    done = relgate(root, "init", ".", "--dry-run")
+    assert hint in done.stdout and "max_skipped = 2" not in done.stdout, done.stdout
+
+
+def test_a_reused_lanes_file_gets_max_skipped_beside_it_never_in_it(tmp_path: Path) -> None:
+    """The planner with the plain data the stage hands down: a project keeping its own lanes
+    file gets ``max_skipped`` in manifests/lanes.toml, never for a target that file configures."""
+    import tomllib
+
+    from relgate.manifest.init import plan_init
+
+    root = tmp_path / "skippy"
+    for rel, text in FILES.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text))
+    (root / "tests/test_more.py").write_text("def test_more():\n    pass\n")
+    own = '[lanes]\n"test_half" = "gate"\n"test_more" = "gate"\n\n[target."test_more"]\ntimeout = 60\n'
+    (root / "qual").mkdir()
+    (root / "qual/lanes.toml").write_text(own)
+    skips = {"test_half": (1, 3, "run r1 at 0123456789ab: 1 of 3 skipped"),
+             "test_more": (2, 5, "run r1 at 0123456789ab: 2 of 5 skipped")}
+    plan = plan_init(root, skips=skips)
+    lanes = next(f.text for f in plan.files if f.path.name == "lanes.toml" and f.path.parent.name == "manifests")
+    assert tomllib.loads(lanes)["target"] == {"test_half": {"max_skipped": 1}}
+    assert "# the skips of the clean run r1 at 0123456789ab: 1 of 3 skipped" in lanes
+    assert (root / "qual/lanes.toml").read_text() == own
+    none = plan_init(root, skips={"test_half": (0, 3, "run r1 at 0123456789ab: 0 of 3 skipped")})
+    assert not any(f.path.name == "lanes.toml" and f.path.parent.name == "manifests" for f in none.files)

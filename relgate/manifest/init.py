@@ -40,6 +40,7 @@ from relgate.manifest.init_files import (
     python_builds,
     python_targets,
     quote,
+    skip_tables,
 )
 from relgate.manifest.keys import BUILTIN_LANES, PROJECT_KINDS
 from relgate.manifest.reference import schema_comment
@@ -258,9 +259,11 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
              ("builds.toml", "builds", builds)]
     if lanes_file is None:
         texts.append(("lanes.toml", "lanes", lanes_toml(reading, skips) + lane_settings_toml(settings)))
-    elif settings:  # the project's own table stays as it is; the lane-wide settings sit beside it
+    elif settings or (extra := _skip_tables_beside(lanes_file, assignments, skips)):
+        # the project's own table stays as it is; the settings sit beside it
+        extra = _skip_tables_beside(lanes_file, assignments, skips) if settings else extra
         texts.append(("lanes.toml", "lanes", "# Settings for every target of a lane (the [lanes] table is "
-                      f"{lanes_rel}).\n" + lane_settings_toml(settings).lstrip("\n")))
+                      f"{lanes_rel}).\n" + (lane_settings_toml(settings) + "\n".join(extra)).lstrip("\n")))
     texts += [("package.toml", "package", package_toml(reading, lanes=lanes_rel)),
               ("checklist.toml", "checklist", checklist_toml(reading, lanes_used=lanes_used)),
               ("measurements.toml", "measurements", measurements_toml(reading))]
@@ -279,6 +282,15 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
     return InitPlan(root=root, kind=kind, manifests=mdir, files=tuple(files), unassigned=tuple(unassigned),
                     stale=stale, lanes_file=lanes_file, source=reading.source, next_commands=_next_commands(root, mdir),
                     gitignore=gitignore)
+
+
+def _skip_tables_beside(lanes_file: Path, assignments: dict[str, str], skips: Skips | None) -> list[str]:
+    """max_skipped for the targets of a reused lanes file, each one it has no [target.X] for
+    (that one is the project's: it is never edited)."""
+    from relgate.manifest.lanes import read_lanes_file
+
+    own = read_lanes_file(lanes_file).tables.get("target", {})
+    return skip_tables(skips, [n for n in assignments if not (isinstance(own, dict) and n in own)])
 
 
 def _parses(f: PlannedFile) -> None:

@@ -18,7 +18,7 @@ from relgate.manifest.keys import BUILTIN_LANES
 from relgate.manifest.skip_limits import SKIP_HINT, Skips, max_skipped_line
 
 __all__ = ["UNASSIGNED", "Reading", "cargo_lane", "cargo_builds", "make_builds", "python_builds", "project_toml",
-           "lanes_toml", "lane_settings_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml",
+           "lanes_toml", "skip_tables", "lane_settings_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml",
            "NOXFILE", "quote", "env_prefix", "judged_targets", "python_targets", "python_target_command"]
 
 UNASSIGNED = "?"
@@ -301,10 +301,17 @@ def lanes_toml(r: Reading, skips: Skips | None = None) -> str:
         command = adapter.example_command
         rows += ["", f"# A {r.kind} project declares its targets here, each with the command that runs it:",
                  '# "smoke" = "gate"', "# [target.smoke]", '# path = "tests/smoke.sh"', f"# command = {quote(command)}"]
-    for name, lane, _what in r.judged:
-        if lane != UNASSIGNED and (line := max_skipped_line(skips, name)):
-            rows += ["", f"[target.{quote(name)}]", line]
+    rows += skip_tables(skips, [name for name, lane, _what in r.judged if lane != UNASSIGNED])
     return "\n".join(rows + _skip_hint(r, skips))
+
+
+def skip_tables(skips: Skips | None, names: Sequence[str]) -> list[str]:
+    """``[target.NAME] max_skipped = …`` for each of ``names`` whose clean run skipped tests."""
+    rows: list[str] = []
+    for name in names:
+        if line := max_skipped_line(skips, name):
+            rows += ["", f"[target.{quote(name)}]", line]
+    return rows
 
 
 def _skip_hint(r: Reading, skips: Skips | None) -> list[str]:
