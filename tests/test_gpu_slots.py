@@ -349,7 +349,8 @@ def test_a_registry_outage_is_one_error_per_host_when_steps_run_on_gpu_slots(tmp
     home = tmp_path / "cargo-home"
     home.mkdir()
     (home / "config.toml").write_text('[source.crates-io]\nreplace-with = "dead"\n'
-                                      '[source.dead]\nregistry = "sparse+http://127.0.0.1:1/index/"\n[net]\nretry = 1\n')
+                                      '[source.dead]\nregistry = "sparse+http://127.0.0.1:1/index/"\n'
+                                      "[net]\nretry = 1\n")
     env = {"CARGO_HOME": str(home), "CARGO_TARGET_DIR": str(tmp_path / "target")}
     steps = [_step(f"fetch-{n}", "cargo build", crate, env=env) for n in range(3)]  # builds: one at a time
     summary, rows = _run(tmp_path, steps, _pool(tmp_path))

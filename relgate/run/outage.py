@@ -19,7 +19,7 @@ REGISTRY_DOWN = "cargo cannot reach its registry"
 
 def runs_cargo(step: PlannedStep) -> bool:
     """Whether ``step`` runs cargo (a command whose program is ``cargo``)."""
-    return step.action is None and any(((c.argv or ())[:1] == ("cargo",)) or (c.shell or "").lstrip().startswith("cargo ")
+    return step.action is None and any((c.argv or ())[:1] == ("cargo",) or (c.shell or "").lstrip().startswith("cargo ")
                                        for c in step.commands)
 
 
