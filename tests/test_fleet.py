@@ -9,6 +9,7 @@ at the same time (serial runs would fail the step, not just be slow).
 from __future__ import annotations
 
 import json
+import shutil
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -551,3 +552,34 @@ every_host = ["gate"]
     first = (project.home / rows["first@ns1"]["log_path"]).read_text()
     second = (project.home / rows["second@ns1"]["log_path"]).read_text()
     assert "ns1: locked for this lane" in first and "locked" not in second  # one lock, for the whole lane
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="needs cargo")
+def test_a_registry_outage_is_one_error_per_host_across_the_fleet(ns, tmp_path: Path) -> None:
+    crate = tmp_path / "fetcher"
+    (crate / "src").mkdir(parents=True)
+    (crate / "Cargo.toml").write_text('[package]\nname = "fetcher"\nversion = "0.1.0"\nedition = "2021"\n'
+                                      '[dependencies]\nserde = "1"\n')
+    (crate / "src" / "main.rs").write_text("fn main() {}\n")
+    pool = _pool(tmp_path, ns[:2])
+    steps = []
+    for h in pool.hosts:  # each host its own cargo home and target dir: no lock shared between hosts
+        home = tmp_path / f"cargo-home-{h.name}"
+        home.mkdir()
+        (home / "config.toml").write_text('[source.crates-io]\nreplace-with = "dead"\n'
+                                          '[source.dead]\nregistry = "sparse+http://127.0.0.1:1/index/"\n'
+                                          "[net]\nretry = 1\n")
+        env = {"CARGO_HOME": str(home), "CARGO_TARGET_DIR": str(tmp_path / f"target-{h.name}"),
+               "PATH": f"{Path(shutil.which('cargo') or '').parent}:/usr/bin:/bin"}
+        steps += [_step(f"fetch-{n}@{h.name}", "cargo build", crate, host=h.name, env=env) for n in range(3)]
+    result, rows = _run(tmp_path, steps, pool)
+    for h in pool.hosts:
+        first = rows[f"fetch-0@{h.name}"]
+        assert first.verdict is Verdict.ERROR and first.reason.startswith("cargo cannot reach its registry"), first
+        assert first.duration > 0.0
+        for n in (1, 2):  # recorded at once as the same error, naming the step that found it on this host
+            row = rows[f"fetch-{n}@{h.name}"]
+            assert row.verdict is Verdict.ERROR and row.duration == 0.0, row
+            assert row.reason == (f"cargo cannot reach its registry (found by fetch-0@{h.name} on {h.name} "
+                                  "in this run; not retried)")
+    assert set(result.hosts) == {"ns1", "ns2"}

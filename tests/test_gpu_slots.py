@@ -11,8 +11,11 @@ first would give up and fail). Overlap is judged from the recorded intervals.
 from __future__ import annotations
 
 import itertools
+import shutil
 from dataclasses import replace
 from pathlib import Path
+
+import pytest
 
 from conftest import git
 from relgate.core.verdict import Verdict
@@ -334,3 +337,25 @@ def test_the_json_report_carries_each_steps_gpus(tmp_path: Path) -> None:
     write_json_report(summary, report)
     step, = json.loads(report.read_text())["steps"]
     assert step["facts"]["gpus"] == [{"index": 0, "uuid": UUIDS[0]}] and step["facts"]["visible_devices"] == "0"
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="needs cargo")
+def test_a_registry_outage_is_one_error_per_host_when_steps_run_on_gpu_slots(tmp_path: Path) -> None:
+    crate = tmp_path / "fetcher"
+    (crate / "src").mkdir(parents=True)
+    (crate / "Cargo.toml").write_text('[package]\nname = "fetcher"\nversion = "0.1.0"\nedition = "2021"\n'
+                                      '[dependencies]\nserde = "1"\n')
+    (crate / "src" / "main.rs").write_text("fn main() {}\n")
+    home = tmp_path / "cargo-home"
+    home.mkdir()
+    (home / "config.toml").write_text('[source.crates-io]\nreplace-with = "dead"\n'
+                                      '[source.dead]\nregistry = "sparse+http://127.0.0.1:1/index/"\n'
+                                      "[net]\nretry = 1\n")
+    env = {"CARGO_HOME": str(home), "CARGO_TARGET_DIR": str(tmp_path / "target")}
+    steps = [_step(f"fetch-{n}", "cargo build", crate, env=env) for n in range(3)]  # builds: one at a time
+    summary, rows = _run(tmp_path, steps, _pool(tmp_path))
+    first = rows["fetch-0"]
+    assert first.verdict is Verdict.ERROR and first.reason.startswith("cargo cannot reach its registry"), first
+    for name in ("fetch-1", "fetch-2"):
+        assert rows[name].verdict is Verdict.ERROR and rows[name].duration == 0.0, rows[name]
+        assert rows[name].reason == "cargo cannot reach its registry (found by fetch-0 on box in this run; not retried)"

@@ -207,3 +207,57 @@ def test_the_feature_matrix_holds_the_crates_features_not_its_optional_dependenc
     for facts in found:
         assert facts.features == ("cuda", "fast"), facts  # not gemm: an optional dependency's implicit feature
         assert facts.gpu_features == ("cuda",)
+
+
+def _crate_with_lanes(root: Path, lanes: str) -> Path:
+    """A crate with gate, contract and host test files that carry no ``#![cfg(feature)]`` and a
+    ``qual/lanes.toml`` of the given text (its rows and whatever else it says)."""
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "qual").mkdir()
+    (root / "src" / "lib.rs").write_text("pub fn one() -> u32 { 1 }\n")
+    (root / "Cargo.toml").write_text('[package]\nname = "lanecrate"\nversion = "0.1.0"\nedition = "2021"\n\n'
+                                     '[features]\ndefault = []\ncuda = []\nsimd = []\n')
+    for name in ("gate_a", "gate_b", "contract_a", "contract_b", "host_a"):
+        (root / "tests" / f"{name}.rs").write_text("#[test]\nfn one() { assert_eq!(lanecrate::one(), 1); }\n")
+    (root / "qual" / "lanes.toml").write_text(lanes)
+    return root
+
+
+_ROWS = ('[lanes]\n"gate_a" = "gate"\n"gate_b" = "gate"\n"contract_a" = "contract"\n"contract_b" = "contract"\n'
+         '"host_a" = "host"\n')
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on PATH")
+def test_init_takes_a_lanes_features_from_the_reused_lane_files_comments_and_commands(tmp_path: Path) -> None:
+    root = _crate_with_lanes(tmp_path / "lanecrate", (
+        "# Lanes of lanecrate.\n"
+        "# gate: cargo test --features cuda --test <name>\n"
+        "# contract: cargo test -F nosuch --test <name>   (not a feature of the crate: ignored)\n"
+        "# the gate and contract lanes both matter: --features simd   (two lanes named: says nothing)\n"
+        + _ROWS +
+        '\n[target.contract_a]\ncommand = "cargo test --features simd --test contract_a"\n'
+        '[target.contract_b]\ncommand = ["cargo", "test", "--features=simd", "--test", "contract_b"]\n'
+        '[target.host_a]\ncommand = "cargo test --test host_a"\n'))
+    done = _relgate(root, "init")
+    assert done.returncode == 0, done.stdout + done.stderr
+    settings = (root / "manifests" / "lanes.toml").read_text()
+    assert ("# a comment in lanes.toml runs the gate lane with --features: without it, each runs 0 tests\n"
+            '[lane.gate]\nfeatures = ["cuda"]\nrequires = ["cuda"]') in settings, settings
+    assert ("# every contract-lane [target.NAME] command in lanes.toml names --features: without it, each runs "
+            '0 tests\n[lane.contract]\nfeatures = ["simd"]\n') in settings, settings
+    assert "[lane.contract]\nfeatures = [\"simd\"]\nrequires" not in settings  # simd does not switch CUDA on
+    assert "[lane.host]" not in settings  # its command names no feature
+
+
+@pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on PATH")
+def test_init_takes_no_lane_features_where_the_lane_file_disagrees_or_covers_only_some_targets(tmp_path: Path) -> None:
+    root = _crate_with_lanes(tmp_path / "lanecrate", (
+        "# gate: cargo test --features cuda --test <name>\n"
+        "# gate on CPU: cargo test --features simd --test <name>\n"  # two comments, two answers: nothing
+        + _ROWS +
+        '\n[target.contract_a]\ncommand = "cargo test --features simd --test contract_a"\n'))  # contract_b: none
+    done = _relgate(root, "init")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lanes = root / "manifests" / "lanes.toml"
+    assert not lanes.exists() or "[lane." not in lanes.read_text(), lanes.read_text()

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import re
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
@@ -47,6 +48,9 @@ from relgate.manifest.reference import schema_comment
 from relgate.manifest.repo_paths import inside
 from relgate.manifest.schema import display_path
 from relgate.manifest.skip_limits import Skips
+
+if TYPE_CHECKING:
+    from relgate.manifest.lanes import LanesFile
 
 __all__ = ["PlannedFile", "InitPlan", "plan_init", "read_repository", "write_plan", "pick_kind", "find_lanes_file",
            "relgate_schemas", "find_changelog", "CHANGELOG_NAMES"]
@@ -175,9 +179,12 @@ def _is_target(reading: Reading, name: str) -> bool:
     return isinstance(facts, CargoFacts) and any(t.name == name for t in facts.targets)
 
 
-def _lane_settings(root: Path, reading: Reading, assignments: dict[str, str]) -> dict[str, tuple[str, bool]]:
-    """lane → (the feature every one of its files is cfg'd on, whether it switches CUDA on), for
-    each lane whose targets all say so: one line in [lane.NAME] instead of one per target."""
+def _lane_settings(root: Path, reading: Reading, assignments: dict[str, str],
+                   lanes_file: LanesFile | None = None) -> dict[str, tuple[tuple[str, ...], bool, str]]:
+    """lane → (the features its targets need, whether one switches CUDA on, why), for each lane
+    whose files all start with the same ``#![cfg(feature = …)]``, else whose reused lane file
+    names ``--features`` for it (relgate.manifest.lane_features): one line in [lane.NAME]
+    instead of one per target."""
     facts = reading.facts
     if not isinstance(facts, CargoFacts):
         return {}
@@ -186,10 +193,18 @@ def _lane_settings(root: Path, reading: Reading, assignments: dict[str, str]) ->
     for name, lane in assignments.items():
         if name in paths:
             by_lane.setdefault(lane, []).append(_cfg_feature(root / paths[name]))
-    out = {}
+    out: dict[str, tuple[tuple[str, ...], bool, str]] = {}
     for lane, found in by_lane.items():
         if found and found[0] is not None and len(set(found)) == 1 and lane in BUILTIN_LANES:
-            out[lane] = (found[0], found[0] in facts.gpu_features)
+            why = f"every {lane}-lane file starts with #![cfg(feature = {quote(found[0])})]"
+            out[lane] = ((found[0],), found[0] in facts.gpu_features, why)
+    if lanes_file is not None:
+        from relgate.manifest.lane_features import lane_file_features
+
+        said = lane_file_features(lanes_file, declared=facts.features, lanes_named=BUILTIN_LANES)
+        for lane, (features, why) in said.items():
+            if lane not in out:
+                out[lane] = (features, any(f in facts.gpu_features for f in features), why)
     return out
 
 
@@ -242,7 +257,8 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
     if lanes_file is not None:  # reused: the census names what it lacks
         from relgate.manifest.lanes import read_lanes_file
 
-        have = read_lanes_file(lanes_file).assignments
+        reused = read_lanes_file(lanes_file)
+        have = reused.assignments
         unassigned = [n for n, _, _ in reading.judged if n not in have]
         used = set(have.values())
     else:
@@ -250,7 +266,7 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
         used = {lane for _, lane, _ in reading.judged if lane != UNASSIGNED}
     lanes_used = [lane for lane in BUILTIN_LANES if lane in used] + sorted(used - set(BUILTIN_LANES))
     assignments = have if lanes_file is not None else {n: lane for n, lane, _ in reading.judged if lane != UNASSIGNED}
-    settings = _lane_settings(root, reading, assignments)
+    settings = _lane_settings(root, reading, assignments, reused if lanes_file is not None else None)
     stale = tuple(sorted(n for n in assignments if n not in {t for t, _, _ in reading.judged}
                          and not _is_target(reading, n))) if lanes_file is not None else ()
     changelog = find_changelog(root)

@@ -325,13 +325,13 @@ def python_target_command(facts: CargoFacts | MakeFacts | PythonFacts, path: str
     return "relgate pytest" + (f" {opt} {deps.name}" if opt and deps else "") + f" -- -q {path}"
 
 
-def lane_settings_toml(settings: dict[str, tuple[str, bool]]) -> str:
+def lane_settings_toml(settings: dict[str, tuple[tuple[str, ...], bool, str]]) -> str:
     """``[lane.gate] features = ["cuda"]`` (and ``requires = ["cuda"]`` for a CUDA feature) for
-    each lane whose every file is compiled only with that feature."""
+    each lane whose every target needs those features, with why init says so."""
     out: list[str] = []
-    for lane, (feature, gpu) in settings.items():
-        out += ["", f"# every {lane}-lane file starts with #![cfg(feature = {quote(feature)})]: without it, "
-                    "each runs 0 tests", f"[lane.{lane}]", f"features = [{quote(feature)}]"]
+    for lane, (features, gpu, why) in settings.items():
+        out += ["", f"# {why}: without it, each runs 0 tests", f"[lane.{lane}]",
+                f"features = [{', '.join(quote(f) for f in features)}]"]
         if gpu:
             out.append('requires = ["cuda"]   # a host with a GPU; elsewhere the lane is "not run: no host offers cuda"')
     return "\n".join(out)

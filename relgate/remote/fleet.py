@@ -40,6 +40,7 @@ from relgate.run.executor import Executor, Interrupted
 from relgate.run.flow import candidate_facts
 from relgate.run.hosts import Host
 from relgate.run.ledger_run import LedgerRun
+from relgate.run.outage import RegistryOutages
 from relgate.run.plan import PlannedStep, check_placement
 from relgate.run.recorder import StepRecorder
 from relgate.run.runner import HostPool, Reporter, RunSummary, StepOutcome, run_step, sigterm_interrupts
@@ -109,6 +110,7 @@ class _Shared:
         self._reporter = reporter
         self._lock = threading.Lock()
         self.stop = threading.Event()
+        self.outages = RegistryOutages()  # a registry outage is one error per host (relgate.run.outage)
 
     def finished(self, outcome: StepOutcome) -> None:
         with self._lock:
@@ -201,7 +203,7 @@ def _host_worker(placed: Sequence[tuple[Executor, PlannedStep]], shared: _Shared
             placed: Executor | str = executor if blocked is None else f"needs {blocked}, which did not pass"
             try:
                 outcome = run_step(step, session=shared.session, run_id=shared.run_id, facts=shared.facts,
-                                   placed=placed, ledger=ledger, reuse=shared.reuse)
+                                   placed=placed, ledger=ledger, reuse=shared.reuse, outages=shared.outages)
             except (Interrupted, KeyboardInterrupt):
                 raise
             except Exception as exc:  # the host's executor broke: this host stops, the others go on
@@ -227,7 +229,7 @@ def _side_by_side_worker(executor: Executor, steps: Sequence[PlannedStep], share
                 return _record_error(step, name, executor.host, broken[0], ledger, shared), False
             try:
                 outcome = run_step(step, session=shared.session, run_id=shared.run_id, facts=shared.facts,
-                                   placed=placed, ledger=ledger, reuse=shared.reuse)
+                                   placed=placed, ledger=ledger, reuse=shared.reuse, outages=shared.outages)
             except (Interrupted, KeyboardInterrupt):
                 raise
             except Exception as exc:  # the host's executor broke: its other steps are error

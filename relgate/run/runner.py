@@ -44,6 +44,7 @@ from relgate.run.executor import (
 from relgate.run.expect import OutputMatcher
 from relgate.run.harness import HarnessScanner, exit_status_reason
 from relgate.run.hosts import Host
+from relgate.run.outage import RegistryOutages
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
 from relgate.run.produces import missing_products, wrote_nothing
 from relgate.run.recorder import StepOutcome, StepRecorder
@@ -162,11 +163,12 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
     reuse = reuse and not facts.dirty
     summary = RunSummary(run_id=run_id, session=session, facts=facts)
     passed: set[str] = set()
-    unreachable: dict[str, str] = {}  # host → the step that found cargo's registry unreachable there
+    outages = RegistryOutages()  # one error per host, not one retry loop each (relgate.run.outage)
     with sigterm_interrupts():
         if steps and side_by_side(list(pool.executors.values())):  # GPU slots, or a job scheduler
             try:
-                summary.outcomes.extend(_run_side_by_side(steps, rec=rec, pool=pool, reporter=reporter, reuse=reuse))
+                summary.outcomes.extend(_run_side_by_side(steps, rec=rec, pool=pool, reporter=reporter, reuse=reuse,
+                                                           outages=outages))
             except (Interrupted, KeyboardInterrupt) as exc:
                 summary.interrupted = _signame(exc)
                 raise exc if isinstance(exc, Interrupted) else Interrupted(signal.SIGINT) from None
@@ -177,12 +179,7 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
             host_name = placed.host.name if not isinstance(placed, str) else "-"
             reporter.step_started(step, host_name)
             try:
-                if host_name in unreachable and _runs_cargo(step):  # one error per host, not one retry loop each
-                    outcome = _registry_down(step, placed=placed, rec=rec, first=unreachable[host_name])
-                else:
-                    outcome = _run_one(step, placed=placed, rec=rec, reuse=reuse)
-                if outcome.verdict is Verdict.ERROR and (outcome.reason or "").startswith(REGISTRY_DOWN):
-                    unreachable.setdefault(host_name, step.name)
+                outcome = _run_guarded(step, placed=placed, rec=rec, reuse=reuse, outages=outages)
             except Interrupted as exc:
                 summary.interrupted = signal.Signals(exc.signum).name
                 raise
@@ -199,25 +196,22 @@ def run_steps(steps: Sequence[PlannedStep], *, session: str, run_id: str, facts:
     return summary
 
 
-REGISTRY_DOWN = "cargo cannot reach its registry"
-
-
-def _runs_cargo(step: PlannedStep) -> bool:
-    return step.action is None and any((c.argv[:1] == ("cargo",)) or (c.shell or "").lstrip().startswith("cargo ")
-                                       for c in step.commands)
-
-
-def _registry_down(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, first: str) -> StepOutcome:
-    """A cargo step on a host whose registry an earlier step of this run could not reach: the
-    same ``error``, recorded at once (cargo would retry for minutes and say it again)."""
-    assert not isinstance(placed, str)
-    host = placed.host
-    reason = f"{REGISTRY_DOWN} (found by {first} on {host.name} in this run; not retried)"
-    return rec.decided(step, verdict=Verdict.ERROR, reason=reason, host=host)
+def _run_guarded(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, reuse: bool,
+                 outages: RegistryOutages | None) -> StepOutcome:
+    """:func:`_run_one`, unless an earlier step of this run found cargo's registry unreachable on
+    the host: then a cargo step is that same ``error`` at once, not run (relgate.run.outage)."""
+    if outages is None or isinstance(placed, str) or step.skip:
+        return _run_one(step, placed=placed, rec=rec, reuse=reuse)
+    first = outages.known(step, placed.host)
+    if first is not None:
+        return outages.record(step, placed.host, first, rec)
+    outcome = _run_one(step, placed=placed, rec=rec, reuse=reuse)
+    outages.note(outcome, placed.host)
+    return outcome
 
 
 def _run_side_by_side(steps: Sequence[PlannedStep], *, rec: StepRecorder, pool: HostPool, reporter: Reporter,
-                      reuse: bool) -> list[StepOutcome]:
+                      reuse: bool, outages: RegistryOutages) -> list[StepOutcome]:
     """:func:`relgate.run.slots.run_side_by_side` over ``pool``: each step on a worker thread
     with a ledger connection of its own; the reporter called under a lock."""
     lock = threading.Lock()
@@ -226,7 +220,7 @@ def _run_side_by_side(steps: Sequence[PlannedStep], *, rec: StepRecorder, pool: 
         with lock:
             reporter.step_started(step, "-" if isinstance(placed, str) else placed.host.name)
         with rec.connection() as own:
-            outcome = _run_one(step, placed=placed, rec=own, reuse=reuse)
+            outcome = _run_guarded(step, placed=placed, rec=own, reuse=reuse, outages=outages)
         with lock:
             reporter.step_finished(outcome)
         return outcome, outcome.verdict is Verdict.PASS
@@ -236,11 +230,12 @@ def _run_side_by_side(steps: Sequence[PlannedStep], *, rec: StepRecorder, pool: 
 
 
 def run_step(step: PlannedStep, *, session: str, run_id: str, facts: GitFacts, placed: Executor | str,
-             ledger: Ledger, reuse: bool = False) -> StepOutcome:
+             ledger: Ledger, reuse: bool = False, outages: RegistryOutages | None = None) -> StepOutcome:
     """One step on ``placed`` (an executor, or why there is none): run, judged, recorded.
-    The unit the fleet (``relgate.remote.fleet``) runs on each host's worker."""
+    The unit the fleet (``relgate.remote.fleet``) runs on each host's worker; ``outages`` is
+    shared by every worker of a run (a registry outage is one error per host)."""
     rec = StepRecorder(ledger, run_id=run_id, session=session, facts=facts)
-    return _run_one(step, placed=placed, rec=rec, reuse=reuse and not facts.dirty)
+    return _run_guarded(step, placed=placed, rec=rec, reuse=reuse and not facts.dirty, outages=outages)
 
 
 def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, reuse: bool) -> StepOutcome:
