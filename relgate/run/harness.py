@@ -15,7 +15,7 @@ import re
 from relgate.core.patterns import Folded, LazyPattern
 from relgate.core.record import record
 
-__all__ = ["KnownMessage", "KNOWN_MESSAGES", "HarnessScanner", "exit_status_reason"]
+__all__ = ["KnownMessage", "KNOWN_MESSAGES", "REGISTRY_DOWN", "HarnessScanner", "exit_status_reason"]
 
 
 @record
@@ -25,17 +25,20 @@ class KnownMessage:
     reason: str  # what the verdict's reason says
 
 
+#: What a verdict says when cargo could not reach its registry (relgate.run.outage reuses it).
+REGISTRY_DOWN = "cargo cannot reach its registry"
+
 KNOWN_MESSAGES: tuple[KnownMessage, ...] = (
     # cargo: curl's errors as cargo prints them ("[7] Could not connect to server (…)"), and
     # its own download failures; none of these can come from the code under test.
     KnownMessage(tool="cargo", pattern=r"^\s*\[\d+\] (?:Could not connect to server|Couldn't connect to server|"
                                        r"Couldn't resolve host name|Could not resolve hostname|Timeout was reached|"
                                        r"SSL connect error)",
-                 reason="cargo cannot reach its registry"),
+                 reason=REGISTRY_DOWN),
     KnownMessage(tool="cargo", pattern=r"^(?:error|warning): spurious network error",
-                 reason="cargo cannot reach its registry"),
+                 reason=REGISTRY_DOWN),
     KnownMessage(tool="cargo", pattern=r"^\s*failed to download from `[^`]+`$",
-                 reason="cargo cannot reach its registry"),
+                 reason=REGISTRY_DOWN),
     # CUDA runtime (cudaGetErrorString of cudaErrorNoDevice, cudaErrorDevicesUnavailable,
     # cudaErrorInsufficientDriver, cudaErrorMemoryAllocation) and the driver API names.
     KnownMessage(tool="cuda", pattern=r"no CUDA-capable device is detected|CUDA_ERROR_NO_DEVICE",

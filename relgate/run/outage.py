@@ -8,14 +8,12 @@ from __future__ import annotations
 import threading
 
 from relgate.core.verdict import Verdict
+from relgate.run.harness import REGISTRY_DOWN
 from relgate.run.hosts import Host
 from relgate.run.plan import PlannedStep
 from relgate.run.recorder import StepOutcome, StepRecorder
 
 __all__ = ["REGISTRY_DOWN", "RegistryOutages", "runs_cargo"]
-
-REGISTRY_DOWN = "cargo cannot reach its registry"
-
 
 def runs_cargo(step: PlannedStep) -> bool:
     """Whether ``step`` runs cargo (a command whose program is ``cargo``)."""
