@@ -273,28 +273,11 @@ def make_targets_of(database: str, root: Path) -> list[str]:
     pattern rules (``%``), paths (``build/x.o``), files that exist and non-phony targets
     other rules depend on (a build folder), and names with no rule (listed in ``.PHONY``
     only); phony targets with a rule are kept whatever their name."""
-    start = database.find("\n# Files\n")
-    end = database.find("\n# Finished Make data base", start)
-    section = database[start:end] if start >= 0 else ""
-    phony: set[str] = set()
-    names: list[str] = []
-    prerequisites: set[str] = set()
-    for block in section.split("\n\n"):
-        lines = [line for line in block.split("\n") if line]
-        if not lines or lines[0].startswith("# Not a target"):
-            continue
-        rule = next((line for line in lines if not line.startswith(("#", "\t"))), None)
-        if rule is None or ":" not in rule or "=" in rule.split(":", 1)[0]:
-            continue
-        head, _, deps = rule.partition(":")
-        if head == ".PHONY":
-            phony.update(deps.lstrip(":").split())
-            continue
-        deps_list = deps.lstrip(":").replace("|", " ").split()
-        if not deps_list and not any(line.startswith("\t") for line in lines):
-            continue  # no rule: a name .PHONY lists, nothing makes it
-        names += head.split()
-        prerequisites.update(deps_list)
+    rules = parse_database(database).rules
+    # a name .PHONY lists with no rule (no prerequisite, no recipe): nothing makes it
+    names = [n for n, r in rules.items() if r.prerequisites or r.order_only or r.recipe]
+    prerequisites = {p for r in rules.values() for p in (*r.prerequisites, *r.order_only)}
+    phony = {n for n, r in rules.items() if r.phony}
     out = []
     for name in dict.fromkeys(names):
         if name in phony:

@@ -24,11 +24,10 @@ from typing import TYPE_CHECKING
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
-from relgate.core.redact import redact_env
 from relgate.manifest.schema import did_you_mean
 from relgate.manifest.workspace import Workspace
 from relgate.remote.errors import SshError
-from relgate.run.executor import CommandRequest, CommandResult, Executor, LocalExecutor, LogSink
+from relgate.run.executor import CommandRequest, CommandResult, Executor, LocalExecutor, LogSink, refused
 from relgate.run.facts import host_key
 from relgate.run.flow import candidate_facts
 from relgate.run.hosts import Host, HostFacts, detect_local
@@ -243,11 +242,7 @@ class RemoteExecutor:
         return result
 
     def _refused(self, request: CommandRequest, sink: LogSink, message: str, started: datetime) -> CommandResult:
-        sink.write(f"# relgate: {message}\n")
-        return CommandResult(host=self.host.name, command=request.display(), cwd=str(request.cwd),
-                             env=redact_env(dict(request.env)), exit_code=None, signal=None, started=started,
-                             duration=0.0, timed_out=False, spawn_error=message, log_path=sink.path,
-                             tail=message + "\n")
+        return refused(self.host.name, request, sink, message, started)
 
     def probe(self, command: str, timeout: float) -> tuple[int | None, str]:
         """A ``[[probe]]`` over this host's connection: exit status (None: it could not run) and output."""

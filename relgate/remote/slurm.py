@@ -33,7 +33,6 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from relgate.core.errors import Interrupted
-from relgate.core.redact import redact_env
 from relgate.remote.slurm_jobs import (
     JobState,
     Query,
@@ -47,7 +46,7 @@ from relgate.remote.slurm_jobs import (
     srun_argv,
 )
 from relgate.remote.slurm_submit import submitter
-from relgate.run.executor import CommandRequest, CommandResult, LogSink
+from relgate.run.executor import CommandRequest, CommandResult, LogSink, refused
 from relgate.run.hosts import Host, HostFacts
 from relgate.run.plan import PlannedStep
 from relgate.run.slots import gpus_needed
@@ -313,11 +312,7 @@ class _Job:
         return out
 
     def _refused(self, request: CommandRequest, sink: LogSink, message: str, started: datetime) -> CommandResult:
-        sink.write(f"# relgate: {message}\n")
-        return CommandResult(host=self.host.name, command=request.display(), cwd=str(request.cwd),
-                             env=redact_env(dict(request.env)), exit_code=None, signal=None, started=started,
-                             duration=0.0, timed_out=False, spawn_error=message, log_path=sink.path,
-                             tail=message + "\n")
+        return refused(self.host.name, request, sink, message, started)
 
 
 def _final_state(job: str, query: Query) -> JobState:

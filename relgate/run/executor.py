@@ -29,7 +29,7 @@ from relgate.run.hosts import Host
 
 __all__ = [
     "CommandRequest", "CommandResult", "LogSink", "FileSink", "Executor", "LocalExecutor",
-    "Interrupted", "LogWriteError", "TAIL_LINES", "kill_grace", "VOLATILE_ENV", "ENV_DIGEST_KEY",
+    "Interrupted", "LogWriteError", "TAIL_LINES", "kill_grace", "VOLATILE_ENV", "ENV_DIGEST_KEY", "refused",
 ]
 
 TAIL_LINES = 40
@@ -95,6 +95,15 @@ class LogSink(Protocol):
     path: Path | None
 
     def write(self, text: str) -> None: ...
+
+
+def refused(host: str, request: CommandRequest, sink: LogSink, message: str, started: datetime) -> CommandResult:
+    """A command the executor would not start on ``host`` (no place, no delivery): the reason in
+    the log, and a result whose spawn error carries it (the step is an ``error``)."""
+    sink.write(f"# relgate: {message}\n")
+    return CommandResult(host=host, command=request.display(), cwd=str(request.cwd), env=redact_env(dict(request.env)),
+                         exit_code=None, signal=None, started=started, duration=0.0, timed_out=False,
+                         spawn_error=message, log_path=sink.path, tail=message + "\n")
 
 
 class LogWriteError(OSError):
