@@ -2,9 +2,9 @@
 
 Modelled on pip's ``vcs`` backends: this module defines the base and the registry, each kind's
 module (``relgate.kinds.cargo`` …) registers one instance of its subclass. Everything else asks
-``relgate.kinds.registry.kind_of(name)`` for what a kind does — how it is recognised, where its targets come from, which
-manifests it needs, the census rules it adds, what ``init`` writes for it, how its package is
-built and tested — and never compares a kind's name.
+``relgate.kinds.registry.kind_of(name)`` for what a kind does — how it is recognised, where its
+targets come from, which manifests it needs, the census rules it adds, what ``init`` writes for
+it, how its package is built and tested — and never compares a kind's name.
 """
 
 from __future__ import annotations

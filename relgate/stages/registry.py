@@ -3,9 +3,9 @@ once here — its name, its description, its options and ``run(workspace, option
 Outcome`` — and the CLI and the sessions read it (nox's registry is the model: one decorator
 fills one dict; a name registered twice is an error).
 
-Only this module and the declaring modules (:mod:`relgate.stages.catalog` imports them) are imported to
-list or parse: each stage imports
-its engine inside ``run``, so ``relgate init`` pays for none of the lanes' code.
+Only this module and the declaring modules (:mod:`relgate.stages.catalog` imports them) are
+imported to list or parse: each stage imports its engine inside ``run``, so ``relgate init``
+pays for none of the lanes' code.
 """
 
 from __future__ import annotations
