@@ -40,6 +40,10 @@ def one_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 def _project(tmp: Path, cluster: Cluster, targets: dict[str, tuple[str, str]], extra: str = "") -> Project:
     """tinyinfer's tree with a gate lane of ``targets`` (name → (board, shell command)) and the cluster's host file."""
     project = copy_example(tmp, "tinyinfer")
+    # A commit of this test's own: copies of one example made in the same second are one commit,
+    # and the cluster's shared work folder would then hold this candidate already (reused, not sent).
+    (project.root / "TEST_ID").write_text(f"{tmp}\n")
+    project.commit("this test's own candidate")
     lanes = "[lanes]\n" + "".join(f'"{n}" = "gate"\n' for n in targets)
     for name, (board, command) in targets.items():
         lanes += (f'\n[target.{name}]\npath = "tests/test_kernels.c"\nshell = true\n'

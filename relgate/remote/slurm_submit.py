@@ -15,6 +15,7 @@ import os
 import shlex
 import shutil
 import subprocess
+import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,10 @@ class SshSubmit:
         self._ssh = SshExecutor(host)
         self.where = f"login node {host.spec.address}"
         self.env = dict(host.spec.env)
+        # Jobs run side by side share this connection: their srun streams run at once (channels
+        # of their own), but queries, deliveries and fetches take turns, since one SFTP client
+        # answering two threads at once can leave one of them waiting for a reply forever.
+        self._turn = threading.RLock()
 
     def run(self, request: CommandRequest, sink: LogSink) -> CommandResult:
         return self._ssh.run(request, sink)
@@ -114,7 +119,8 @@ class SshSubmit:
         from relgate.remote.errors import SshError
 
         try:
-            code, out = self._ssh.capture(shlex.join(argv), timeout=_QUERY_TIMEOUT)
+            with self._turn:
+                code, out = self._ssh.capture(shlex.join(argv), timeout=_QUERY_TIMEOUT)
         except SshError as exc:
             return Answer(None, "", str(exc))
         return Answer(code, out)
@@ -127,7 +133,8 @@ class SshSubmit:
         from relgate.remote.errors import SshError
 
         try:
-            return self._ssh.get(remote, local)
+            with self._turn:
+                return self._ssh.get(remote, local)
         except SshError:
             return False
 
@@ -139,8 +146,9 @@ class SshSubmit:
     def checkout(self, side: Any, workdir: str, project: str, safe: str, index: int = 0) -> tuple[str, str]:
         from relgate.remote.delivery import deliver, remote_layout
 
-        d = deliver(self._ssh, repo=side.repo, commit=side.commit, workdir=workdir, project=project,
-                    project_subdir=side.subdir)
+        with self._turn:
+            d = deliver(self._ssh, repo=side.repo, commit=side.commit, workdir=workdir, project=project,
+                        project_subdir=side.subdir)
         how = ("checkout reused" if d.reused else "checked out") + (
             f", {'incremental' if d.incremental else 'full'} bundle of {d.bundle_bytes} bytes over SSH"
             if d.bundle_bytes else "")
