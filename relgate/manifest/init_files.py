@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Sequence
+from pathlib import Path
 
 from relgate.core.record import record
 from relgate.kinds.registry import kind_of
@@ -438,60 +439,6 @@ def host_toml() -> str:
         "[host]", 'name = "local"', 'kind = "local"', "detect = true"])
 
 
-NOXFILE = '''"""relgate's sessions for this repository (written by relgate init).
-
-    nox -s host            the lane census and the host checks (manifests/builds.toml)
-    nox -s gate contract   the lanes;  nox -l lists every session
-"""
-
-import os
-from pathlib import Path
-
-import nox
-
-import relgate
-
-HERE = Path(__file__).resolve().parent
-os.environ.setdefault("RELGATE_MANIFESTS", str(HERE / {manifests}))
-os.environ.setdefault("RELGATE_HOSTS", str(HERE / "hosts"))
-os.environ.setdefault("RELGATE_HOME", str(HERE / ".relgate"))
-# relgate's own sessions live beside the package in its checkout or sdist: register those.
-_SESSIONS = Path(relgate.__file__).resolve().parent.parent / "noxfile.py"
-if _SESSIONS.is_file():
-    exec(compile(_SESSIONS.read_text(), str(_SESSIONS), "exec"), {{"__file__": str(_SESSIONS), "__name__": "relgate_noxfile"}})
-else:  # installed from a wheel: the same sessions, each one relgate command
-    nox.options.default_venv_backend = "none"
-    nox.options.sessions = ["host"]
-
-    def _relgate(session, *command):
-        from relgate.cli import main
-
-        os.chdir(session.invoked_from)
-        code = main(["--workspace", str(HERE), *command, *session.posargs])
-        if code == 2 or code >= 128:
-            raise SystemExit(code)
-        if code:
-            session.error(f"{{session.name}}: red (exit {{code}}); see above")
-
-    def _session(name, doc, *command):
-        def run(session):
-            if "--list" in session.posargs and command[0] not in ("host", "lane"):
-                print(f"{{name}}: {{doc}} (--list: nothing runs)")
-                return
-            _relgate(session, *command)
-
-        run.__name__, run.__doc__ = name, doc
-        nox.session(python=False, name=name)(run)
-
-    _session("host", "Host checks: lane census, release builds, tests, git diff --check.", "host")
-    for _lane in ("gate", "contract", "record", "toolkit", "bench", "qualification"):
-        _session(_lane, f"The {{_lane}} lane.", "lane", _lane)
-    _session("lane", "A project-defined lane: nox -s lane -- NAME.", "lane")
-    _session("census", "Lane census: every target has exactly one lane.", "census")
-    _session("evidence", "This commit's evidence against the last accepted baseline.", "evidence", "check")
-    _session("package_verify", "The package built from the commit, verified offline.", "package-verify")
-    _session("publish_dry_run", "The publish, rehearsed.", "publish-dry-run")
-    _session("compare", "Measurements: the candidate against the previous release.", "compare")
-    _session("signoff", "Sign-off: every checklist item for the candidate.", "signoff")
-    _session("tag", "The release tag, only for a complete sign-off.", "tag")
-'''
+#: The noxfile ``init`` writes (``str.format`` with ``manifests``): a template file beside this
+#: module, so that the engine itself never imports nox (only the generated noxfile does).
+NOXFILE = (Path(__file__).resolve().parent / "templates" / "noxfile.py.tmpl").read_text(encoding="utf-8")
