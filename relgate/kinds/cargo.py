@@ -22,6 +22,8 @@ class Cargo(ProjectKind):
     needs_builds = True
     rust_census = True
     package_keys = ("registry",)
+    package_flow = "crate"
+    registry_flow = "crate"
 
     def version_problem(self, shown: str, version: str) -> str | None:
         if not _SEMVER.fullmatch(version):

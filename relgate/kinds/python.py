@@ -16,6 +16,8 @@ class Python(ProjectKind):
     gitignore = ("dist/", "build/", "*.egg-info/")
     example_command = "python -m pytest -q tests/test_smoke.py"
     test_build_warnings = False
+    package_flow = "wheel"
+    registry_flow = "index"
     package_test = ("python", "-m", "pytest", "-q", "-p", "no:cacheprovider")
 
     def version_problem(self, shown: str, version: str) -> str | None:

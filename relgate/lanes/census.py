@@ -47,9 +47,11 @@ Rules, in the order they are reported (``RULES``):
     path of a target. Files deeper down (``tests/common/mod.rs``, ``DIR/NAME/main.rs``)
     are not judged, as in the crate's census: where cargo's auto-discovery makes
     ``DIR/NAME/main.rs`` a target, it is one, and ``unassigned`` names it.
-``undeclared-test`` (python)
+``undeclared-test`` (python, and a kind whose test runner lists its tests)
     every file pytest collects (the project's ``testpaths`` and ``python_files``, read from
-    its configuration without importing its code) is the path of a declared target.
+    its configuration without importing its code) is the path of a declared target; every
+    test the project's own runner lists (CTest: ``ctest --show-only=json-v1`` of a fresh
+    configure, asked by the step that runs the census) is a declared target.
 
 Which cargo targets the census covers: tests and benches, any target whose path is under
 ``tools/qualification/``, and any other target (example, bin) that has a lane row.
@@ -141,13 +143,15 @@ _INVOKED_BY = '= "invoked by'
 
 def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: LanesFile,
                known_lanes: Collection[str], references: Sequence[LaneRef] = (),
-               option_files: Mapping[str, Path] | None = None) -> list[Violation]:
+               option_files: Mapping[str, Path] | None = None,
+               runner_tests: tuple[tuple[str, str], ...] | None = None, runner: str = "") -> list[Violation]:
     """Every violation of the census rules, in ``RULES`` order, then by target.
 
     ``kind`` is the project kind: its adapter says whether the Rust rules (cargo) or the
     collected-test-file rule (python) apply beside the common ones (make: only those). ``root`` is the project root the target paths are relative to. ``references``
     are the lanes named outside ``[lanes]``; ``option_files`` the ``[target.NAME]`` tables
-    and the file each is in.
+    and the file each is in; ``runner_tests`` the (name, where) of each test the project's test
+    runner (named ``runner``) lists, where its kind has such a listing.
     """
     root = Path(root)
     adapter = kind_of(kind)
@@ -247,6 +251,10 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
         _undeclared_files(root, targets, report)
     elif adapter.test_file_census:
         _undeclared_tests(root, targets, report)
+    for name, place in runner_tests or ():
+        if name not in every_name:
+            report("undeclared-test", name, f"{runner or 'the test runner'} lists it ({place}), no target declares "
+                   f"it; declare [target.{name}] with the command that runs it, and give it a lane")
     return _ordered(found)
 
 

@@ -3,10 +3,15 @@
 
 from __future__ import annotations
 
+import shlex
+import subprocess
 from collections.abc import Callable, Collection, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
-from relgate.core.errors import ManifestError
+from relgate.core.errors import ExecutionError, ManifestError
+from relgate.kinds.base import RunListing
+from relgate.kinds.registry import kind_of
 from relgate.lanes.plan import plan_lane
 from relgate.manifest.lanes import LanesSpec
 from relgate.manifest.specs import ProjectSpec
@@ -29,13 +34,44 @@ def census_lines(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], 
 def _census(project: ProjectSpec, lanes: LanesSpec, write: Callable[[str], None]) -> list[Violation]:
     from relgate.lanes.census import render_violations, run_census  # by the step that runs it
 
+    adapter = kind_of(project.kind)
+    listed = adapter.listed_tests(project.root, _listing(project.root, write))
     violations = run_census(kind=project.kind, root=project.root, targets=lanes.targets, lanes=lanes.file,
-                            known_lanes=lanes.lanes, references=lanes.references, option_files=lanes.option_files)
+                            known_lanes=lanes.lanes, references=lanes.references, option_files=lanes.option_files,
+                            runner_tests=listed, runner=adapter.test_runner)
+    if listed is not None:
+        write(f"{adapter.test_runner} lists {len(listed)} test{'' if len(listed) == 1 else 's'}")
     for line in render_violations(violations):
         write(line)
     write(f"census: {len(lanes.targets)} targets, {len(lanes.file.rows)} lane rows, "
           f"{len(violations)} violation{'' if len(violations) == 1 else 's'}")
     return violations
+
+
+def _listing(root: Path, write: Callable[[str], None]) -> RunListing:
+    """How a kind asks its test runner what it lists: the command in the census's log, its
+    output there too when it fails (an ``error`` of the census step: never a census that
+    checked less)."""
+
+    def run(argv: Sequence[str]) -> str:
+        write("$ " + shlex.join(argv))
+        try:
+            done = subprocess.run(list(argv), cwd=root, stdin=subprocess.DEVNULL, capture_output=True, text=True,
+                                  errors="replace", timeout=_LISTING_TIMEOUT)
+        except OSError as exc:
+            raise ExecutionError(f"census: cannot run {argv[0]}: {exc.strerror or exc}") from None
+        except subprocess.TimeoutExpired:
+            raise ExecutionError(f"census: {shlex.join(argv)} ran past {_LISTING_TIMEOUT} s") from None
+        if done.returncode != 0:
+            for line in (done.stdout + done.stderr).splitlines()[-40:]:
+                write(line)
+            raise ExecutionError(f"census: {shlex.join(argv)} exited {done.returncode} (its output is in the log)")
+        return done.stdout
+
+    return run
+
+
+_LISTING_TIMEOUT = 600
 
 
 def violations_summary(violations: Sequence[Violation], limit: int = 160) -> str:

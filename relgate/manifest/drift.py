@@ -11,9 +11,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from relgate.kinds.base import Found
 from relgate.kinds.cargo import CARGO
 from relgate.kinds.make import MAKE
 from relgate.kinds.python import PYTHON
+from relgate.kinds.registry import kind_of
 from relgate.manifest.discover import read_cargo, read_make, read_python
 from relgate.manifest.schema import display_path, read_toml
 
@@ -35,7 +37,23 @@ def drift(root: Path, manifests: Path, *, kind: str | None = None) -> list[str]:
     kind = kind or project.kind
     lanes_path = project.lanes or (mdir / "lanes.toml")
     rows = read_lanes_file(lanes_path).assignments if lanes_path.is_file() else {}
+    found = kind_of(kind).discover(project.root)
+    if found is not None:  # the kind reads its repository itself
+        return _found_drift(project, mdir, lanes_path, rows, found)
     return _BY_KIND[kind](project, mdir, lanes_path, rows)
+
+
+def _found_drift(project: ProjectSpec, mdir: Path, lanes_path: Path, rows: Mapping[str, str],
+                 found: Found) -> list[str]:
+    """New targets, lane rows for removed ones, a moved version: what the kind's reader found."""
+    shown_lanes = display_path(lanes_path)
+    names = {t.name for t in found.targets}
+    out = [f"new target {t.name} ({t.what}): no lane in {shown_lanes}" for t in found.targets if t.name not in rows]
+    out += [f"{shown_lanes}: lane row for a removed target {name}" for name in rows if name not in names]
+    if project.version and found.version and found.version != project.version:
+        out.append(f"version {found.version} in {found.source}, {project.version} in "
+                   f"{display_path(mdir / 'project.toml')}")
+    return out
 
 
 def _cargo_drift(project: ProjectSpec, mdir: Path, lanes_path: Path, rows: Mapping[str, str]) -> list[str]:

@@ -19,10 +19,11 @@ from typing import TYPE_CHECKING
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
+from relgate.kinds.base import Found
 from relgate.kinds.cargo import CARGO
 from relgate.kinds.make import MAKE
 from relgate.kinds.python import PYTHON
-from relgate.kinds.registry import kind_of
+from relgate.kinds.registry import kind_of, kinds
 from relgate.manifest.discover import CargoFacts, detect_kinds, read_cargo, read_make, read_python
 from relgate.manifest.init_files import (
     NOXFILE,
@@ -30,6 +31,7 @@ from relgate.manifest.init_files import (
     Reading,
     cargo_builds,
     checklist_toml,
+    found_builds,
     host_toml,
     judged_targets,
     lane_settings_toml,
@@ -75,6 +77,7 @@ class InitPlan:
     source: str  # what was read: "cargo metadata", "make -pRrq", "pyproject.toml [project]"
     next_commands: tuple[str, ...]
     gitignore: tuple[str, ...] = ()  # lines appended to .gitignore (the ledger home, bytecode, python's build output)
+    notes: tuple[str, ...] = ()  # what the kind's reader could not read without running the project's code
 
 
 def relgate_schemas() -> Path | None:
@@ -92,7 +95,8 @@ def pick_kind(root: Path, kind: str | None) -> str:
             raise InputError(f"--kind {kind}: one of {', '.join(PROJECT_KINDS)}")
         return kind
     if not found:
-        raise InputError(f"{display_path(root)}: no Cargo.toml, Makefile or pyproject.toml; say --kind "
+        markers = [k.marker_files[-1] for k in kinds().values()]  # the usual name last: Makefile
+        raise InputError(f"{display_path(root)}: no {', '.join(markers[:-1])} or {markers[-1]}; say --kind "
                          f"{'|'.join(PROJECT_KINDS)}")
     if len(found) > 1:
         listed = ", ".join(f"{name} ({k})" for k, name in found)
@@ -214,7 +218,13 @@ def _head(name: str, path: Path, schemas: Path | None, what: str, root: Path) ->
 
 
 def read_repository(root: Path, kind: str) -> tuple[Reading, str]:
-    """What init reads, and the builds.toml it makes of it (the reader of the kind's files)."""
+    """What init reads, and the builds.toml it makes of it: what the kind's adapter found, else
+    the manifest floor's reader of the kind's files."""
+    found = kind_of(kind).discover(root)
+    if found is not None:
+        return (Reading(kind=kind, name=found.name, version=found.version, source=found.source, facts=found,
+                        judged=tuple((t.name, next((x for x in t.labels if x in BUILTIN_LANES), UNASSIGNED), t.what)
+                                     for t in found.targets)), found_builds(found))
     return _READERS[kind](root, kind)
 
 
@@ -236,7 +246,8 @@ def _read_python_repository(root: Path, kind: str) -> tuple[Reading, str]:
                     judged=python_targets(py)), python_builds(py))
 
 
-# kind → the reader of its files (the readers live on the manifest floor, above relgate/kinds/)
+# kind → the reader of its files, for the kinds whose adapter reads nothing itself (discover() is
+# None: these readers live on the manifest floor, above relgate/kinds/)
 _READERS = {CARGO.name: _read_cargo_repository, MAKE.name: _read_make_repository, PYTHON.name: _read_python_repository}
 
 
@@ -297,7 +308,7 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
     _stays_inside(root, mdir, [f.path for f in files], bool(gitignore))  # --dry-run refuses what init would
     return InitPlan(root=root, kind=kind, manifests=mdir, files=tuple(files), unassigned=tuple(unassigned),
                     stale=stale, lanes_file=lanes_file, source=reading.source, next_commands=_next_commands(root, mdir),
-                    gitignore=gitignore)
+                    gitignore=gitignore, notes=reading.facts.notes if isinstance(reading.facts, Found) else ())
 
 
 def _skip_tables_beside(lanes_file: Path, assignments: dict[str, str], skips: Skips | None) -> list[str]:

@@ -13,12 +13,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relgate.core.record import record
+from relgate.kinds.base import Found
 from relgate.kinds.registry import kind_of
 from relgate.manifest.discover import CargoFacts, CargoTarget, MakeFacts, PythonFacts
 from relgate.manifest.keys import BUILTIN_LANES
 from relgate.manifest.skip_limits import SKIP_HINT, Skips, max_skipped_line
 
-__all__ = ["UNASSIGNED", "Reading", "cargo_lane", "cargo_builds", "make_builds", "python_builds", "project_toml",
+__all__ = ["UNASSIGNED", "Reading", "cargo_lane", "cargo_builds", "found_builds", "make_builds", "python_builds", "project_toml",
            "lanes_toml", "skip_tables", "lane_settings_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml",
            "NOXFILE", "quote", "env_prefix", "judged_targets", "python_targets", "python_target_command"]
 
@@ -33,7 +34,7 @@ class Reading:
     name: str
     version: str | None
     source: str  # "cargo metadata", "Cargo.toml", "make -pRrq", "pyproject.toml [project]"
-    facts: CargoFacts | MakeFacts | PythonFacts
+    facts: CargoFacts | MakeFacts | PythonFacts | Found  # Found: what the kind's adapter read itself
     judged: tuple[tuple[str, str, str], ...] = ()  # cargo: (target, lane or "?", "test tests/x.rs")
 
 
@@ -216,6 +217,36 @@ def make_build_command(facts: MakeFacts) -> str:
     return make_shell(releases[0].name) if releases else "make"
 
 
+def found_builds(found: Found) -> str:
+    """builds.toml from what a kind's adapter found: each release build (a toolkit's first, so the
+    plain build's files are the ones left for the tests), then each test build, all held warning-free."""
+    lines = [f"# Release builds and the host checks `nox -s host` runs, in order (read from {found.source}).",
+             "# A release target starts clean; its output must be warning-free, and it must write something",
+             "# (a build that writes nothing is `fail: built nothing`).", ""]
+    if found.notes:
+        lines += ["# Not read (init runs none of the project's code; the census asks the project's own tools):"]
+        lines += [f"#   {note}" for note in found.notes]
+        lines.append("")
+    if not found.releases:
+        lines += ["# No release build was found; name one:", "# [release.default]", '# run = "…"', ""]
+    for build in found.releases:
+        lines += [f"[release.{toml_key(build.name)}]   # {build.why}" if build.why else f"[release.{toml_key(build.name)}]"]
+        lines += [f"clean = {quote(build.clean)}"] if build.clean else []
+        lines.append(f"run = {quote(build.run)}")
+        if build.requires:
+            lines.append("requires = [" + ", ".join(quote(k) for k in build.requires) + "]   # compiles without a GPU")
+        lines.append("")
+    for build in sorted(found.releases, key=lambda b: not b.requires):
+        lines += ["[[check]]", f"name = {quote('release-' + build.name)}", f"release = {quote(build.name)}", ""]
+    for build in found.checks:
+        lines += ["[[check]]", f"name = {quote(build.name)}", f"run = {quote(build.run)}",
+                  'warnings = "deny"   # the test build is a build: the no-warnings item counts it']
+        if build.requires:
+            lines.append("requires = [" + ", ".join(quote(k) for k in build.requires) + "]")
+        lines.append("")
+    return "\n".join(lines)
+
+
 def python_builds(facts: PythonFacts) -> str:
     build = facts.build
     compiled = build is not None and build.compiled
@@ -288,6 +319,14 @@ def lanes_toml(r: Reading, skips: Skips | None = None) -> str:
     for name, lane, what in r.judged:
         row = f"{quote(name)} = {quote(lane)}"
         rows.append(f"# {row}   # {what}" if lane == UNASSIGNED else f"{row}   # {what}")
+    if isinstance(r.facts, Found):  # each target with the command that runs it alone
+        for t in r.facts.targets:
+            rows += ["", f"[target.{quote(t.name)}]"] + ([f"path = {quote(t.path)}"] if t.path else [])
+            rows.append(f"command = {quote(t.command)}")
+            if t.requires:
+                rows.append("requires = [" + ", ".join(quote(k) for k in t.requires) + "]   # elsewhere: not run")
+            rows += [line] if (line := max_skipped_line(skips, t.name)) else []
+        return "\n".join(rows + _skip_hint(r, skips))
     adapter = kind_of(r.kind)
     if adapter.test_file_census and r.judged:
         rows += ["", "# Each test file pytest collects is a target: a new one without a lane is named by the census.",
@@ -346,6 +385,9 @@ def package_toml(r: Reading, *, lanes: str | None) -> str:
         if lanes is not None:
             pkg.append(f"fixtures = [{quote(lanes)}]   # the census reads it in the published crate too")
         publish.append('# registry = "local"   # cargo publish --locked --dry-run --registry NAME')
+    elif isinstance(facts, Found):
+        pkg += [f"build_command = {quote(facts.package_build)}"] if facts.package_build else []
+        pkg += [f"test_command = {quote(facts.package_test)}"] if facts.package_test else []
     elif isinstance(facts, MakeFacts):
         pkg.append(f"build_command = {quote(make_build_command(facts))}")
         test = next((t for t in ("test", "check") if t in facts.targets), None)

@@ -9,7 +9,9 @@ regenerates both).
 
 from __future__ import annotations
 
-from relgate.kinds.registry import kind_choices
+import shlex
+
+from relgate.kinds.registry import kind_choices, kinds
 from relgate.manifest.fields import FileSpec, Key, Rule, above, at_least, key, nonblank, one_of_keys, pattern, text_rule
 from relgate.manifest.schema import MAX_SECONDS, NAME
 
@@ -19,6 +21,8 @@ __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", 
            "PROJECT", "BUILDS", "LANES", "PACKAGE", "INTENTIONAL", "MEASUREMENTS", "CHECKLIST", "HOST"]
 
 PROJECT_KINDS = kind_choices()
+# the kinds whose package is a source tarball, extracted, built and tested offline (each adapter says)
+_SOURCE_KINDS = " and ".join(k.name for k in kinds().values() if k.package_flow == "source")
 HOST_KINDS = ("local", "ssh", "slurm")
 # host keys only a kind = "slurm" host takes
 SLURM_KEYS = ("partition", "account", "time_limit", "resubmit", "board", "srun_args", "max_jobs")
@@ -294,11 +298,16 @@ PACKAGE = FileSpec(
             key("allow", "strings", "globs exempt from the defaults", default=[]),
             key("fixtures", "strings", "paths (or globs) every package must hold, from the project root",
                 default=[], example=["tests/data/x.bin"]),
-            key("dist", "command", "make: builds the source tarball", default_text="git archive of the commit"),
-            key("dist_glob", "string", "make: where dist leaves it (only with dist)", example="dist/*.tar.gz"),
-            key("build_command", "command", "make: in the extracted tree", default="make"),
-            key("test_command", "command", "make and python: the tests in the extracted tree",
-                default_text="make test (make), pytest (python)"),
+            key("dist", "command", f"{_SOURCE_KINDS}: builds the source tarball",
+                default_text="git archive of the commit"),
+            key("dist_glob", "string", f"{_SOURCE_KINDS}: where dist leaves it (only with dist)",
+                example="dist/*.tar.gz"),
+            key("build_command", "command", f"{_SOURCE_KINDS}: in the extracted tree",
+                default_text=", ".join(f"{shlex.join(k.package_build)} ({k.name})" for k in kinds().values()
+                                       if k.package_flow == "source")),
+            key("test_command", "command", "the tests in the extracted tree",
+                default_text=", ".join(f"{shlex.join(k.package_test)} ({k.name})" for k in kinds().values()
+                                       if k.package_test)),
             key("shell", "boolean", "the three commands above as /bin/sh strings", default=False),
             key("extras", "strings", "python: extras installed with the wheel", default=[], example=["test"]),
             key("group", "string", "python: a [dependency-groups] group (PEP 735) installed with the wheel for the "

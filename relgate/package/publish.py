@@ -45,8 +45,7 @@ from urllib.parse import urlsplit
 
 from relgate.core.errors import ExecutionError, InputError
 from relgate.core.record import record
-from relgate.kinds.cargo import CARGO
-from relgate.kinds.python import PYTHON
+from relgate.kinds.registry import kind_of
 from relgate.core.redact import is_secret_name
 from relgate.manifest.options import RunOptions
 from relgate.manifest.package_spec import read_lock
@@ -443,15 +442,15 @@ def plan_publish_dry_run(plan: Plan, *, environ: Mapping[str, str] = os.environ,
                          cache: Path | None = None) -> tuple[list[PlannedStep], LocalIndex | None]:
     """Every publish_dry_run step, in order, and the local index the run starts (if any)."""
     steps = [export_step(plan)]
-    registries = {CARGO.name: lambda: (_plan_cargo(plan, environ), None),
-                  PYTHON.name: lambda: _plan_python(plan, environ, cache or cache_root(environ))}
-    flow = registries.get(plan.project.kind)  # the kinds that publish to a registry, on the package floor
+    registries = {"crate": lambda: (_plan_cargo(plan, environ), None),
+                  "index": lambda: _plan_python(plan, environ, cache or cache_root(environ))}
+    flow = kind_of(plan.project.kind).registry_flow  # how a kind publishes, if it does
     if flow is not None:
-        more, index = flow()
+        more, index = registries[flow]()
         return steps + more, index
     nothing = plan.step("publish", action=lambda write: 0, action_name="publish")
-    return [_not_run(nothing, "a make project has no package registry to publish to (package_verify checks its "
-                              "tarball)")], None
+    return [_not_run(nothing, f"a {plan.project.kind} project has no package registry to publish to "
+                              "(package_verify checks its tarball)")], None
 
 
 def run_publish_dry_run(ws: Workspace, *, argv: Sequence[str], options: RunOptions = RunOptions(),

@@ -46,9 +46,6 @@ from typing import Any, TextIO
 
 from relgate.core.errors import ExecutionError
 from relgate.core.files import sha256_file
-from relgate.kinds.cargo import CARGO
-from relgate.kinds.make import MAKE
-from relgate.kinds.python import PYTHON
 from relgate.kinds.registry import kind_of
 from relgate.manifest.options import RunOptions
 from relgate.manifest.package_spec import load_package_manifest
@@ -420,7 +417,7 @@ def _plan_python(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
                   "--find-links", str(work.dist), "--find-links", str(work.wheelhouse), "--only-binary", ":all:",
                   *(("-c", str(lock)) if lock is not None else ()), wanted,
                   *(("-r", str(work.requirements)) if spec.group else ()))
-    test = spec.test_command or CommandSpec(argv=PYTHON.package_test)
+    test = spec.test_command or CommandSpec(argv=kind_of(plan.project.kind).package_test)
     venv_env = {"PATH": f"{work.venv / 'bin'}{os.pathsep}{os.environ.get('PATH', os.defpath)}",
                 "VIRTUAL_ENV": str(work.venv), "PYTHONSAFEPATH": "1", "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": ""}
     steps += [plan.step("offline-venv", venv, needs=("package",), offline=True),
@@ -447,7 +444,7 @@ def _not_run(step: PlannedStep, why: str) -> PlannedStep:
     return replace(step, commands=(), action=action, action_name=step.display(), needs=())
 
 
-def _plan_make(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
+def _plan_source(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
     work, spec, project, facts = plan.work, plan.manifest.package, plan.project, plan.facts
     if spec.dist is not None:
         package = plan.step("package", spec.dist, cwd=work.src, needs=("export",))
@@ -463,8 +460,9 @@ def _plan_make(plan: Plan, targets: Sequence[Target]) -> list[PlannedStep]:
             "git", "archive", "--format=tar.gz", f"--prefix={prefix}/", "-o", str(work.dist / f"{prefix}.tar.gz"),
             treeish)), cwd=facts.toplevel, needs=("export",))
         source = (work.dist, f"{prefix}.tar.gz", "source tarball", work.package, True)
-    build = spec.build_command or CommandSpec(argv=MAKE.package_build)
-    test = spec.test_command or CommandSpec(argv=MAKE.package_test)
+    adapter = kind_of(project.kind)
+    build = spec.build_command or CommandSpec(argv=adapter.package_build)
+    test = spec.test_command or CommandSpec(argv=adapter.package_test)
     return [package, extract_step(plan, [source]),
             inspect_step(plan, required_paths(plan, targets), check_version=spec.dist is None),
             plan.step("offline-build", build, cwd=work.package, needs=("extract",), offline=True,
@@ -476,9 +474,9 @@ def plan_package_verify(plan: Plan, *, targets: Sequence[Target] = (),
                         lanes: Mapping[str, str] | None = None) -> list[PlannedStep]:
     """Every package_verify step for the plan's project kind, in order (pure: nothing runs)."""
     steps = [export_step(plan)]
-    flows = {CARGO.name: lambda: _plan_cargo(plan, targets, lanes or {}), PYTHON.name: lambda: _plan_python(plan, targets),
-             MAKE.name: lambda: _plan_make(plan, targets)}  # the kinds' flows, on the package floor
-    return steps + flows[plan.project.kind]()
+    flows = {"crate": lambda: _plan_cargo(plan, targets, lanes or {}), "wheel": lambda: _plan_python(plan, targets),
+             "source": lambda: _plan_source(plan, targets)}  # how a kind's package is checked (its package_flow)
+    return steps + flows[kind_of(plan.project.kind).package_flow]()
 
 
 def new_plan(ws: Workspace, session: str, lane: str) -> Plan:

@@ -80,6 +80,8 @@ def init(workspace: Workspace, args: argparse.Namespace, out: IO[str]) -> Outcom
     if plan.stale:
         print(f"stale rows ({len(plan.stale)}) in {display_path(plan.lanes_file or plan.root)}: "
               f"{', '.join(plan.stale)} — no such target; the census names them until they are dropped")
+    for note in plan.notes:
+        print(f"not read: {note}")
     if plan.unassigned:
         print(f"no lane yet ({len(plan.unassigned)}): {', '.join(plan.unassigned)} — the census names them "
               "until each has one")
