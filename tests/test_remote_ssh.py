@@ -451,3 +451,28 @@ def test_compare_previous_runs_both_sides_on_the_ssh_host_each_on_its_own_verifi
     assert "Traceback" not in done.stdout + done.stderr and done.returncode != 0, done.stdout + done.stderr
     assert f"the worktree {tree} has local changes; it would not measure v0.2.0 as released" in \
         done.stdout + done.stderr
+
+
+def test_a_build_on_the_ssh_host_that_wrote_nothing_there_fails_built_nothing(sshd: Sshd, tinyinfer: Project) -> None:
+    """The "built nothing" rule holds on another machine too: asked there, through the step's own
+    connection, on that file system's clock (a marker before the build, find -newer after)."""
+    sshd.host_file(tinyinfer.hosts / "gpu1.toml", extra='capabilities = ["remote-box"]\n')
+    builds = tinyinfer.manifests / "builds.toml"
+    builds.write_text(builds.read_text() + '\n[release.remote]\nrun = "true"\nrequires = ["remote-box"]\n\n'
+                      '[[check]]\nname = "release-remote"\nrelease = "remote"\n')
+    done = tinyinfer.nox("host", extra=("--", "release-remote"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    row = tinyinfer.ledger_rows("host")["release-remote"]
+    assert row["host"] == "gpu1" and row["exit_code"] == 0, row
+    assert row["verdict"] == "fail" and row["reason"].startswith("built nothing: no file under gpu1:"), row
+    log = (tinyinfer.home / row["log_path"]).read_text()
+    assert "$ mktemp ./.relgate-build-start.XXXXXX" in log and "-newer ./.relgate-build-start." in log, log
+    # the same build writing a file there passes, and leaves no marker behind
+    builds.write_text(builds.read_text().replace('run = "true"', 'run = "sh -c \'echo x > built.bin\'"'))
+    done = tinyinfer.nox("host", extra=("--", "release-remote"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = tinyinfer.ledger_rows("host")["release-remote"]
+    assert row["verdict"] == "pass" and row["host"] == "gpu1", row
+    assert "./built.bin" in (tinyinfer.home / row["log_path"]).read_text()
+    checkouts = list((sshd.dir / "work").rglob(".relgate-build-start.*"))
+    assert checkouts == [], checkouts

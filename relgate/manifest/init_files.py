@@ -237,7 +237,8 @@ def found_builds(found: Found) -> str:
             lines.append("requires = [" + ", ".join(quote(k) for k in build.requires) + "]   # compiles without a GPU")
         lines.append("")
     for build in sorted(found.releases, key=lambda b: not b.requires):
-        lines += ["[[check]]", f"name = {quote('release-' + build.name)}", f"release = {quote(build.name)}", ""]
+        check = build.name if build.name.startswith("release") else f"release-{build.name}"
+        lines += ["[[check]]", f"name = {quote(check)}", f"release = {quote(build.name)}", ""]
     for build in found.checks:
         lines += ["[[check]]", f"name = {quote(build.name)}", f"run = {quote(build.run)}",
                   'warnings = "deny"   # the test build is a build: the no-warnings item counts it']

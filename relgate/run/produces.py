@@ -9,15 +9,33 @@ default goal only prints help exits 0 and builds nothing: this is what catches i
 
 A build step that declares no ``produces`` must still have written some file under its
 folder during the step (:func:`wrote_nothing`); one that wrote none is ``fail: built nothing``.
+On another machine (an SSH or Slurm host) the same question is asked there, through the step's
+own executor and on that file system's clock: a marker file made in the checkout before the
+build (:data:`MARK_START`), then a ``find -newer`` of it after (:func:`wrote_since`), the marker
+removed; both commands are in the step's log. A marker that could not be made or read is an
+``error`` (cannot tell), never a pass.
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["missing_products", "wrote_nothing"]
+__all__ = ["MARK_START", "MARKER_PREFIX", "missing_products", "wrote_nothing", "wrote_since"]
+
+MARKER_PREFIX = ".relgate-build-start."
+#: made in the build's folder on the host, before the build: its path is the command's last line
+MARK_START = f"mktemp ./{MARKER_PREFIX}XXXXXX"
+
+
+def wrote_since(marker: str) -> str:
+    """The shell command that prints the first file under the folder (``.git`` and markers left
+    out) modified after ``marker``, then removes the marker: no output, nothing written."""
+    quoted = shlex.quote(marker)
+    return (f"find . -name .git -prune -o -type f -newer {quoted} ! -name '{MARKER_PREFIX}*' -print | head -n 1; "
+            f"rm -f {quoted}")
 
 
 def missing_products(cwd: Path, patterns: Sequence[str], *, since_ns: int, until_ns: int | None = None) -> str | None:

@@ -46,7 +46,7 @@ from relgate.run.harness import HarnessScanner, exit_status_reason
 from relgate.run.hosts import Host
 from relgate.run.outage import RegistryOutages
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
-from relgate.run.produces import missing_products, wrote_nothing
+from relgate.run.produces import MARK_START, MARKER_PREFIX, missing_products, wrote_nothing, wrote_since
 from relgate.run.recorder import StepOutcome, StepRecorder
 from relgate.run.slots import run_side_by_side, side_by_side
 from relgate.run.testcounts import CountScanner, judge_counts
@@ -274,6 +274,7 @@ def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, re
         scanner = StreamScanner()
     matcher = OutputMatcher(step.expect_output) if step.expect_output is not None else None
     results: list[CommandResult] = []
+    built_there: tuple[Verdict, str | None] = (Verdict.ERROR, "cannot tell whether the build wrote anything")
     judged: tuple[Verdict, str] | None = None  # an action's own verdict (not-run, fail) and reason
     interrupted: BaseException | None = None
     with fh:
@@ -289,6 +290,7 @@ def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, re
                 log.write(f"$ {step.display()}  (in-process)\n")
                 result, judged = _run_action(step, sink, host.name)
                 results.append(result)
+            marker = _mark_start(step, host, executor, log) if _built_elsewhere(step, host) else None
             for command in step.commands if not results or results[-1].ok else ():
                 log.write(f"$ {command.display()}\n")
                 request = CommandRequest(argv=command.argv, shell=command.shell, cwd=step.cwd,
@@ -297,6 +299,8 @@ def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, re
                 results.append(result)
                 if not result.ok:
                     break
+            if _built_elsewhere(step, host) and results and results[-1].ok:
+                built_there = _wrote_there(step, host, executor, log, marker, results)
         except LogWriteError:
             pass  # the step is an error below; nothing was started after the failed write
         except (Interrupted, KeyboardInterrupt) as exc:
@@ -343,7 +347,8 @@ def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, re
     if verdict is Verdict.PASS and step.produces:
         verdict, reason = _judge_products(step, host, started_ns)
     elif verdict is Verdict.PASS and step.build:
-        verdict, reason = _judge_built(step, host, results, started_ns, rec.home)
+        verdict, reason = built_there if _built_elsewhere(step, host) else \
+            _judge_built(step, results, started_ns, rec.home)
     if log.error is not None:  # a step whose log is incomplete is never judged on it
         verdict, reason = Verdict.ERROR, log.error
     if step.timing_only and verdict is Verdict.PASS:
@@ -489,21 +494,56 @@ def _judge_products(step: PlannedStep, host: Host, started_ns: int) -> tuple[Ver
     return (Verdict.PASS, None) if missing is None else (Verdict.FAIL, missing)
 
 
-def _judge_built(step: PlannedStep, host: Host, results: list[CommandResult], started_ns: int,
+def _judge_built(step: PlannedStep, results: list[CommandResult], started_ns: int,
                  home: Path) -> tuple[Verdict, str | None]:
     """A build step that declares no ``produces`` passes only if it wrote a file under its
-    folder during the step (a default goal that prints help writes none). A cargo build that
-    finished is the exception: cargo's fingerprints vouch for units an earlier build wrote (a
-    no-op rebuild writes nothing), and its target folder may lie outside the project."""
-    if host.spec.kind != "local":
-        return Verdict.PASS, None  # files on another machine: judged by produces only
+    folder during the step (a default goal that prints help writes none)."""
     if wrote_nothing(step.cwd, since_ns=started_ns, exclude=(home,)):
-        if results and results[-1].command.startswith("cargo ") and "Finished" in results[-1].tail:
-            return Verdict.PASS, ("cargo: nothing written under the project (every unit fresh, or a target "
-                                  "folder elsewhere); cargo checked its fingerprints")
-        return Verdict.FAIL, (f"built nothing: no file under {step.cwd} was written during the step "
-                              "(declare what it builds in produces)")
+        return _nothing_written(step, results, where=str(step.cwd))
     return Verdict.PASS, None
+
+
+def _nothing_written(step: PlannedStep, results: list[CommandResult], *, where: str) -> tuple[Verdict, str | None]:
+    """The verdict of a build that wrote no file under ``where``. A cargo build that finished is
+    the exception: cargo's fingerprints vouch for units an earlier build wrote (a no-op rebuild
+    writes nothing), and its target folder may lie outside the project."""
+    if results and results[-1].command.startswith("cargo ") and "Finished" in results[-1].tail:
+        return Verdict.PASS, ("cargo: nothing written under the project (every unit fresh, or a target "
+                              "folder elsewhere); cargo checked its fingerprints")
+    return Verdict.FAIL, (f"built nothing: no file under {where} was written during the step "
+                          "(declare what it builds in produces)")
+
+
+def _built_elsewhere(step: PlannedStep, host: Host) -> bool:
+    """A build on another machine whose products are not declared: asked there whether it wrote anything."""
+    return step.build and not step.produces and step.action is None and host.spec.kind != "local"
+
+
+def _mark_start(step: PlannedStep, host: Host, executor: Executor, log: FileSink) -> str | None:
+    """The marker made in the build's folder on ``host`` before the build (None: it could not be made)."""
+    log.write(f"# relgate: marks the build's start on {host.name}, to ask afterwards whether it wrote anything\n")
+    log.write(f"$ {MARK_START}\n")
+    done = executor.run(CommandRequest(shell=MARK_START, cwd=step.cwd, timeout=120), log)
+    lines = done.tail.strip().splitlines()
+    marker = lines[-1].strip() if done.ok and lines else ""
+    return marker if marker.startswith("./" + MARKER_PREFIX) and "\n" not in marker else None
+
+
+def _wrote_there(step: PlannedStep, host: Host, executor: Executor, log: FileSink, marker: str | None,
+                 results: list[CommandResult]) -> tuple[Verdict, str | None]:
+    """Whether the build wrote a file under its folder on ``host`` (asked there, after it)."""
+    if marker is None:
+        return Verdict.ERROR, f"cannot tell whether the build wrote anything on {host.name}: no start marker " \
+                              "could be made in its folder there (declare what it builds in produces)"
+    probe = wrote_since(marker)
+    log.write(f"$ {probe}\n")
+    done = executor.run(CommandRequest(shell=probe, cwd=step.cwd, timeout=600), log)
+    if not done.ok:
+        return Verdict.ERROR, f"cannot tell whether the build wrote anything on {host.name}: {probe} " \
+                              f"exited {done.exit_code}"
+    if done.tail.strip():
+        return Verdict.PASS, None
+    return _nothing_written(step, results, where=f"{host.name}:{step.cwd}")
 
 
 def _signal_name(num: int) -> str:
