@@ -230,7 +230,8 @@ def found_builds(found: Found) -> str:
     if not found.releases:
         lines += ["# No release build was found; name one:", "# [release.default]", '# run = "…"', ""]
     for build in found.releases:
-        lines += [f"[release.{toml_key(build.name)}]   # {build.why}" if build.why else f"[release.{toml_key(build.name)}]"]
+        head = f"[release.{toml_key(build.name)}]"
+        lines.append(f"{head}   # {build.why}" if build.why else head)
         lines += [f"clean = {quote(build.clean)}"] if build.clean else []
         lines.append(f"run = {quote(build.run)}")
         if build.requires:
