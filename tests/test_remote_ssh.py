@@ -476,3 +476,19 @@ def test_a_build_on_the_ssh_host_that_wrote_nothing_there_fails_built_nothing(ss
     assert "./built.bin" in (tinyinfer.home / row["log_path"]).read_text()
     checkouts = list((sshd.dir / "work").rglob(".relgate-build-start.*"))
     assert checkouts == [], checkouts
+    # what it produces is checked there too: a file it wrote passes, one it did not write fails
+    builds.write_text(builds.read_text().replace('requires = ["remote-box"]\n',
+                                                 'requires = ["remote-box"]\nproduces = ["built.*", "Makefile"]\n', 1))
+    done = tinyinfer.nox("host", extra=("--", "release-remote"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    row = tinyinfer.ledger_rows("host")["release-remote"]
+    assert row["verdict"] == "fail" and row["reason"] == "Makefile older than the step: Makefile was not rebuilt", row
+    builds.write_text(builds.read_text().replace('"Makefile"]', '"missing/*.so"]'))
+    tinyinfer.nox("host", extra=("--", "release-remote"))
+    row = tinyinfer.ledger_rows("host")["release-remote"]
+    assert row["verdict"] == "fail" and row["reason"] == "produced nothing matching missing/*.so", row
+    builds.write_text(builds.read_text().replace(', "missing/*.so"]', "]"))
+    done = tinyinfer.nox("host", extra=("--", "release-remote"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert tinyinfer.ledger_rows("host")["release-remote"]["verdict"] == "pass"
+    assert list((sshd.dir / "work").rglob(".relgate-build-start.*")) == []

@@ -403,3 +403,25 @@ def test_a_board_the_cluster_cannot_give_is_error_with_slurms_answer(one_node: C
     row = _rows(project)["on-b200"]
     assert row["verdict"] == "error" and "Slurm ran no job on a node (srun exit 1" in row["reason"], row
     assert "srun: error" in (project.home / row["log_path"]).read_text()
+
+
+def test_a_build_on_the_cluster_is_asked_there_what_it_wrote(one_node: Cluster, tmp_path: Path) -> None:
+    """"built nothing" and ``produces`` hold on a cluster too: a marker made in the job's checkout
+    before the build, a find -newer after, both through the cluster, the marker removed."""
+    project = _project(tmp_path, one_node, {"kern": ("h100", "true")})
+    builds = project.manifests / "builds.toml"
+    builds.write_text('[release.node]\nrun = "true"\nrequires = ["h100"]\n\n[[check]]\nname = "release-node"\n'
+                      'release = "node"\n')
+    done = project.nox("host", extra=("--", "release-node"))
+    assert done.returncode == 1, done.stdout + done.stderr
+    row = _rows(project)["release-node"]
+    assert row["host"] == "cluster" and row["exit_code"] == 0, row
+    assert row["verdict"] == "fail" and row["reason"].startswith("built nothing: no file under cluster:"), row
+    builds.write_text(builds.read_text().replace('run = "true"', 'run = "sh -c \'echo x > node.bin\'"\n'
+                                                 'produces = ["node.bin"]'))
+    done = project.nox("host", extra=("--", "release-node"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    row = _rows(project)["release-node"]
+    assert row["verdict"] == "pass" and row["facts"]["slurm"]["node"] == "n1", row
+    assert list((one_node.dir / "work").rglob(".relgate-build-start.*")) == []
+    assert one_node.jobs() == []

@@ -23,7 +23,8 @@ import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-__all__ = ["MARK_START", "MARKER_PREFIX", "missing_products", "wrote_nothing", "wrote_since"]
+__all__ = ["MARK_START", "MARKER_PREFIX", "missing_products", "missing_since", "products_since", "wrote_nothing",
+           "wrote_since"]
 
 MARKER_PREFIX = ".relgate-build-start."
 #: made in the build's folder on the host, before the build: its path is the command's last line
@@ -61,6 +62,33 @@ def missing_products(cwd: Path, patterns: Sequence[str], *, since_ns: int, until
             more = f" and {len(future) - 1} more" if len(future) > 1 else ""
             return (f"not produced: {future[0]}{more} modified after the step ended (a time in the future), "
                     f"so not written by it: {pattern} was not rebuilt")
+    return None
+
+
+# The products' check on another machine: each pattern is expanded there by the shell itself
+# (passed as an argument and expanded unquoted with IFS empty: globbed, never split, never
+# evaluated), each match must be a file newer than the marker; the marker is removed.
+_PRODUCTS_SCRIPT = ('m=$1; shift; IFS=; for p in "$@"; do found=0; for f in $p; do [ -f "$f" ] || continue; '
+                    'found=1; [ "$f" -nt "$m" ] || printf "stale %s\\t%s\\n" "$p" "$f"; done; '
+                    '[ $found = 1 ] || printf "missing %s\\n" "$p"; done; rm -f "$m"')
+
+
+def products_since(marker: str, patterns: Sequence[str]) -> str | None:
+    """The shell command that checks ``patterns`` against ``marker`` on another machine (None: a
+    pattern uses ``**``, which the shell there cannot expand as relgate does here)."""
+    if any("**" in p for p in patterns):
+        return None
+    return shlex.join(["sh", "-c", _PRODUCTS_SCRIPT, "sh", marker, *patterns])
+
+
+def missing_since(output: str, patterns: Sequence[str]) -> str | None:
+    """Why the step did not produce what it must, from :func:`products_since`'s output (None: it did)."""
+    for line in output.splitlines():
+        if line.startswith("missing "):
+            return f"produced nothing matching {line[len('missing '):]}"
+        if line.startswith("stale ") and "\t" in line:
+            pattern, name = line[len("stale "):].split("\t", 1)
+            return f"{name} older than the step: {pattern} was not rebuilt"
     return None
 
 

@@ -46,7 +46,15 @@ from relgate.run.harness import HarnessScanner, exit_status_reason
 from relgate.run.hosts import Host
 from relgate.run.outage import RegistryOutages
 from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
-from relgate.run.produces import MARK_START, MARKER_PREFIX, missing_products, wrote_nothing, wrote_since
+from relgate.run.produces import (
+    MARK_START,
+    MARKER_PREFIX,
+    missing_products,
+    missing_since,
+    products_since,
+    wrote_nothing,
+    wrote_since,
+)
 from relgate.run.recorder import StepOutcome, StepRecorder
 from relgate.run.slots import run_side_by_side, side_by_side
 from relgate.run.testcounts import CountScanner, judge_counts
@@ -274,7 +282,7 @@ def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, re
         scanner = StreamScanner()
     matcher = OutputMatcher(step.expect_output) if step.expect_output is not None else None
     results: list[CommandResult] = []
-    built_there: tuple[Verdict, str | None] = (Verdict.ERROR, "cannot tell whether the build wrote anything")
+    built_there: tuple[Verdict, str | None] = (Verdict.ERROR, "cannot tell what the build wrote")
     judged: tuple[Verdict, str] | None = None  # an action's own verdict (not-run, fail) and reason
     interrupted: BaseException | None = None
     with fh:
@@ -344,11 +352,12 @@ def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, re
         # a runner that executed nothing did not show anything (relgate.run.testcounts)
         verdict, reason = judge_counts(counts, command=results[-1].command, exit_code=results[-1].exit_code,
                                        max_skipped=step.max_skipped) or (verdict, reason)
-    if verdict is Verdict.PASS and step.produces:
-        verdict, reason = _judge_products(step, host, started_ns)
+    if verdict is Verdict.PASS and _built_elsewhere(step, host):
+        verdict, reason = built_there
+    elif verdict is Verdict.PASS and step.produces:
+        verdict, reason = _judge_products(step, started_ns)
     elif verdict is Verdict.PASS and step.build:
-        verdict, reason = built_there if _built_elsewhere(step, host) else \
-            _judge_built(step, results, started_ns, rec.home)
+        verdict, reason = _judge_built(step, results, started_ns, rec.home)
     if log.error is not None:  # a step whose log is incomplete is never judged on it
         verdict, reason = Verdict.ERROR, log.error
     if step.timing_only and verdict is Verdict.PASS:
@@ -487,9 +496,7 @@ def _harness_broke(last: CommandResult, harness: HarnessScanner) -> tuple[Verdic
     return Verdict.ERROR, f"{message.reason} ({message.tool}: {line[:160]})"
 
 
-def _judge_products(step: PlannedStep, host: Host, started_ns: int) -> tuple[Verdict, str | None]:
-    if host.spec.kind != "local":
-        return Verdict.ERROR, f"produces: cannot check files on {host.name} (not this machine) yet"
+def _judge_products(step: PlannedStep, started_ns: int) -> tuple[Verdict, str | None]:
     missing = missing_products(step.cwd, step.produces, since_ns=started_ns)
     return (Verdict.PASS, None) if missing is None else (Verdict.FAIL, missing)
 
@@ -515,13 +522,13 @@ def _nothing_written(step: PlannedStep, results: list[CommandResult], *, where: 
 
 
 def _built_elsewhere(step: PlannedStep, host: Host) -> bool:
-    """A build on another machine whose products are not declared: asked there whether it wrote anything."""
-    return step.build and not step.produces and step.action is None and host.spec.kind != "local"
+    """A build (or a step that declares its products) on another machine: asked there what it wrote."""
+    return (step.build or bool(step.produces)) and step.action is None and host.spec.kind != "local"
 
 
 def _mark_start(step: PlannedStep, host: Host, executor: Executor, log: FileSink) -> str | None:
     """The marker made in the build's folder on ``host`` before the build (None: it could not be made)."""
-    log.write(f"# relgate: marks the build's start on {host.name}, to ask afterwards whether it wrote anything\n")
+    log.write(f"# relgate: marks the build's start on {host.name}, to ask afterwards what it wrote there\n")
     log.write(f"$ {MARK_START}\n")
     done = executor.run(CommandRequest(shell=MARK_START, cwd=step.cwd, timeout=120), log)
     lines = done.tail.strip().splitlines()
@@ -531,16 +538,21 @@ def _mark_start(step: PlannedStep, host: Host, executor: Executor, log: FileSink
 
 def _wrote_there(step: PlannedStep, host: Host, executor: Executor, log: FileSink, marker: str | None,
                  results: list[CommandResult]) -> tuple[Verdict, str | None]:
-    """Whether the build wrote a file under its folder on ``host`` (asked there, after it)."""
+    """Whether the build wrote its products (or, declaring none, any file) under its folder on
+    ``host``: asked there, after it, against the marker made before it."""
     if marker is None:
-        return Verdict.ERROR, f"cannot tell whether the build wrote anything on {host.name}: no start marker " \
-                              "could be made in its folder there (declare what it builds in produces)"
-    probe = wrote_since(marker)
+        return Verdict.ERROR, f"cannot tell what the build wrote on {host.name}: no start marker could be made " \
+                              "in its folder there"
+    probe = products_since(marker, step.produces) if step.produces else wrote_since(marker)
+    if probe is None:
+        return Verdict.ERROR, f"produces: cannot check a ** pattern on {host.name} (not this machine)"
     log.write(f"$ {probe}\n")
     done = executor.run(CommandRequest(shell=probe, cwd=step.cwd, timeout=600), log)
     if not done.ok:
-        return Verdict.ERROR, f"cannot tell whether the build wrote anything on {host.name}: {probe} " \
-                              f"exited {done.exit_code}"
+        return Verdict.ERROR, f"cannot tell what the build wrote on {host.name}: {probe} exited {done.exit_code}"
+    if step.produces:
+        missing = missing_since(done.tail, step.produces)
+        return (Verdict.PASS, None) if missing is None else (Verdict.FAIL, missing)
     if done.tail.strip():
         return Verdict.PASS, None
     return _nothing_written(step, results, where=f"{host.name}:{step.cwd}")
