@@ -18,6 +18,7 @@ from relgate.kinds.registry import kind_of
 from relgate.manifest.discover import CargoFacts, CargoTarget, MakeFacts, PythonFacts
 from relgate.manifest.keys import BUILTIN_LANES
 from relgate.manifest.skip_limits import SKIP_HINT, Skips, max_skipped_line
+from relgate.manifest.specs import SHELL_OPERATORS
 
 __all__ = ["UNASSIGNED", "Reading", "cargo_lane", "cargo_builds", "found_builds", "make_builds", "python_builds", "project_toml",
            "lanes_toml", "skip_tables", "lane_settings_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml",
@@ -234,6 +235,7 @@ def found_builds(found: Found) -> str:
         lines.append(f"{head}   # {build.why}" if build.why else head)
         lines += [f"clean = {quote(build.clean)}"] if build.clean else []
         lines.append(f"run = {quote(build.run)}")
+        lines += ["shell = true"] if _needs_shell(build.run) or (build.clean and _needs_shell(build.clean)) else []
         if build.requires:
             lines.append("requires = [" + ", ".join(quote(k) for k in build.requires) + "]   # compiles without a GPU")
         lines.append("")
@@ -242,11 +244,21 @@ def found_builds(found: Found) -> str:
         lines += ["[[check]]", f"name = {quote(check)}", f"release = {quote(build.name)}", ""]
     for build in found.checks:
         lines += ["[[check]]", f"name = {quote(build.name)}", f"run = {quote(build.run)}",
+                  *(["shell = true"] if _needs_shell(build.run) else []),
                   'warnings = "deny"   # the test build is a build: the no-warnings item counts it']
         if build.requires:
             lines.append("requires = [" + ", ".join(quote(k) for k in build.requires) + "]")
         lines.append("")
     return "\n".join(lines)
+
+
+def _needs_shell(command: str) -> bool:
+    """Whether ``command`` is shell syntax (``a && b``): written with ``shell = true``."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return True
+    return any(w in SHELL_OPERATORS for w in words)
 
 
 def python_builds(facts: PythonFacts) -> str:
@@ -325,6 +337,7 @@ def lanes_toml(r: Reading, skips: Skips | None = None) -> str:
         for t in r.facts.targets:
             rows += ["", f"[target.{quote(t.name)}]"] + ([f"path = {quote(t.path)}"] if t.path else [])
             rows.append(f"command = {quote(t.command)}")
+            rows += ["shell = true"] if _needs_shell(t.command) else []
             if t.requires:
                 rows.append("requires = [" + ", ".join(quote(k) for k in t.requires) + "]   # elsewhere: not run")
             rows += [line] if (line := max_skipped_line(skips, t.name)) else []

@@ -36,7 +36,8 @@ from relgate.manifest.schema import Checker, did_you_mean, printable
 
 __all__ = [
     "PROJECT_KINDS", "AllowRule", "CommandSpec", "ProjectSpec", "ReleaseTarget", "Matrix", "Check",
-    "BuildsSpec", "PythonTests", "HostSpec", "parse_project", "parse_builds", "parse_host", "version_problem", "cwd_problems",
+    "BuildsSpec", "PythonTests", "SHELL_OPERATORS", "HostSpec", "parse_project", "parse_builds", "parse_host",
+    "version_problem", "cwd_problems",
 ]
 
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -337,6 +338,10 @@ def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_defa
     )
 
 
+#: words of a command string that only a shell understands (such a string needs shell = true)
+SHELL_OPERATORS = frozenset(("&&", "||", ";", "|", ">", "<"))
+
+
 def _command(c: Checker, table: Mapping[str, Any], prefix: str, key: str, shell: bool) -> CommandSpec | None:
     value = c.get(table, prefix, key, (str, list))
     if value is None:
@@ -363,7 +368,7 @@ def _command(c: Checker, table: Mapping[str, Any], prefix: str, key: str, shell:
     except ValueError as exc:
         c.problem(where, f"cannot split into arguments: {exc}")
         return None
-    if any(tok in ("&&", "||", ";", "|", ">", "<") for tok in argv):
+    if any(tok in SHELL_OPERATORS for tok in argv):
         c.problem(where, "uses shell syntax; set shell = true or give an argv array")
         return None
     return CommandSpec(argv=tuple(argv))
