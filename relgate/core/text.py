@@ -14,10 +14,11 @@ page escapes with its template engine; this module is the console's, Markdown's 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from relgate.core.errors import InputError
 
-__all__ = ["UNSAFE", "line_problem", "check_line", "check_name", "inert", "md", "code"]
+__all__ = ["UNSAFE", "line_problem", "check_line", "check_name", "inert", "md", "code", "words"]
 
 #: What never belongs in one line of user text: C0 and C1 controls (tab, CR, LF, ESC, NEL …),
 #: DEL, the Unicode line and paragraph separators and the bidirectional-text controls.
@@ -88,3 +89,10 @@ def code(text: object) -> str:
     fence = "`" * (run + 1)
     pad = " " if body.startswith("`") or body.endswith("`") else ""
     return f"{fence}{pad}{body}{pad}{fence}"
+
+
+def words(items: Sequence[str]) -> str:
+    """``a``, ``a and b``, ``a, b and c``: names listed in a sentence."""
+    if len(items) < 2:
+        return "".join(items)
+    return ", ".join(items[:-1]) + " and " + items[-1]

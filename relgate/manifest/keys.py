@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 
+from relgate.core.text import words
 from relgate.kinds.registry import kind_choices, kinds
 from relgate.manifest.fields import FileSpec, Key, Rule, above, at_least, key, nonblank, one_of_keys, pattern, text_rule
 from relgate.manifest.schema import MAX_SECONDS, NAME
@@ -22,7 +23,7 @@ __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", 
 
 PROJECT_KINDS = kind_choices()
 # the kinds whose package is a source tarball, extracted, built and tested offline (each adapter says)
-_SOURCE_KINDS = " and ".join(k.name for k in kinds().values() if k.package_flow == "source")
+_SOURCE_KINDS = words([k.name for k in kinds().values() if k.package_flow == "source"])
 HOST_KINDS = ("local", "ssh", "slurm")
 # host keys only a kind = "slurm" host takes
 SLURM_KEYS = ("partition", "account", "time_limit", "resubmit", "board", "srun_args", "max_jobs")

@@ -48,6 +48,7 @@ from urllib.parse import urlsplit
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.readers import read_user_file
 from relgate.core.record import record
+from relgate.core.text import words
 from relgate.kinds.registry import kind_of
 from relgate.kinds.registry import kinds as all_kinds
 from relgate.manifest.keys import PACKAGE, WARNING_POLICIES
@@ -213,7 +214,7 @@ def parse_package(data: Mapping[str, Any], *, path: Path, kind: str) -> PackageM
         for key in table:
             kinds = _ONLY.get(key)
             if kinds and kind not in kinds:
-                c.problem(f"{prefix}.{key}", f"only for {' and '.join(kinds)} projects (this one is {kind})"
+                c.problem(f"{prefix}.{key}", f"only for {words(kinds)} projects (this one is {kind})"
                           + _HINTS.get(key, ""))
 
     shell = bool(c.get(pkg, "package", "shell", bool, False))
