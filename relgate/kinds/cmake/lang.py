@@ -20,7 +20,8 @@ from relgate.core.errors import InputError
 from relgate.core.readers import read_user_file
 from relgate.core.record import record
 from relgate.kinds.cmake.syntax import UNKNOWN as _UNKNOWN
-from relgate.kinds.cmake.syntax import Command, expand, parse, split_list
+from relgate.kinds.cmake.syntax import Command, arguments, parse, split_list
+from relgate.kinds.cmake.variables import Scope, merge_branches, set_variables
 
 __all__ = ["CMakeTest", "CMakeRead", "read_cmakelists", "MAX_FILES"]
 
@@ -81,13 +82,6 @@ class _Return(Exception):
     """return() at the top of a file or function body."""
 
 
-class _Scope:
-    def __init__(self, variables: dict[str, str], parent: _Scope | None, base: int) -> None:
-        self.vars = variables
-        self.parent = parent
-        self.base = base  # how many conditions surround the scope's start
-
-
 class _Dir:
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -132,24 +126,10 @@ class _Reader:
         return parse(data.decode("utf-8", errors="replace"), rel)
 
     # -- evaluation ----------------------------------------------------------------------
-    def args(self, cmd: Command, scope: _Scope, missing: list[str] | None = None) -> list[str]:
-        out: list[str] = []
-        sink = [] if missing is None else missing
-        for arg in cmd.args:
-            if arg.kind == "bracket":
-                out.append(arg.text)
-            elif arg.kind == "quoted":
-                out.append(expand(arg.text, scope.vars, sink))
-            else:
-                out += split_list(expand(arg.text, scope.vars, sink))
-        return out
+    def args(self, cmd: Command, scope: Scope, missing: list[str] | None = None) -> list[str]:
+        return arguments(cmd.args, scope.vars, [] if missing is None else missing)
 
-    def setvar(self, scope: _Scope, conds: tuple[str, ...], name: str, value: str) -> None:
-        if len(conds) > scope.base and scope.vars.get(name, value) != value:
-            value = _UNKNOWN  # set differently in a branch not evaluated: not known
-        scope.vars[name] = value
-
-    def run(self, cmds: list[Command], scope: _Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
+    def run(self, cmds: list[Command], scope: Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
         i = 0
         while i < len(cmds):
             cmd = cmds[i]
@@ -187,13 +167,21 @@ class _Reader:
             branches[-1][1].append(cmds[j])
         raise InputError(f"{file}:{cmds[start].line}: {opener}() has no {closer}()")
 
-    def run_block(self, cmd: Command, branches: list[tuple[Command, list[Command]]], scope: _Scope, d: _Dir,
+    def run_block(self, cmd: Command, branches: list[tuple[Command, list[Command]]], scope: Scope, d: _Dir,
                   file: str, conds: tuple[str, ...]) -> None:
         if cmd.name == "if":
             first = "if(" + " ".join(a.text for a in cmd.args) + ")"
-            for head, body in branches:
+            before, after = dict(scope.vars), []
+            for head, body in branches:  # each branch from the state before the if
                 shown = first if head is cmd else f"{head.name}({' '.join(a.text for a in head.args)}) after {first}"
+                scope.vars.clear()
+                scope.vars.update(before)
                 self.run(body, scope, d, file, conds + (shown,))
+                after.append(dict(scope.vars))
+            if branches[-1][0].name != "else":
+                after.append(before)  # no branch taken
+            scope.vars.clear()
+            scope.vars.update(merge_branches(before, after))
         elif cmd.name == "foreach":
             self.foreach(cmd, branches[0][1], scope, d, file, conds)
         elif cmd.name in ("function", "macro"):
@@ -201,11 +189,11 @@ class _Reader:
             if names:
                 self.functions[names[0].lower()] = (names[1:], branches[0][1], cmd.name == "macro", file)
         elif cmd.name == "block":
-            self.run(branches[0][1], _Scope(dict(scope.vars), scope, len(conds)), d, file, conds)
+            self.run(branches[0][1], Scope(dict(scope.vars), scope, len(conds)), d, file, conds)
         elif any(c.name == "add_test" or c.name in self.functions for c in branches[0][1]):  # while
             self.unread.append(f"{file}:{cmd.line}: a while() loop is not followed; the tests it adds are not read")
 
-    def foreach(self, cmd: Command, body: list[Command], scope: _Scope, d: _Dir, file: str,
+    def foreach(self, cmd: Command, body: list[Command], scope: Scope, d: _Dir, file: str,
                 conds: tuple[str, ...]) -> None:
         missing: list[str] = []
         args = self.args(cmd, scope, missing)
@@ -243,7 +231,7 @@ class _Reader:
             scope.vars[var] = item
             self.run(body, scope, d, file, conds)
 
-    def call(self, cmd: Command, scope: _Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
+    def call(self, cmd: Command, scope: Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
         params, body, is_macro, _ = self.functions[cmd.name]
         if self.depth >= MAX_DEPTH:
             self.unread.append(f"{file}:{cmd.line}: {cmd.name}() nested deeper than {MAX_DEPTH} calls: not followed")
@@ -258,7 +246,7 @@ class _Reader:
         self.depth += 1
         try:
             if is_macro:
-                inner = _Scope(dict(scope.vars) | bound, scope.parent, len(conds))
+                inner = Scope(dict(scope.vars) | bound, scope.parent, len(conds))
                 try:
                     self.run(body, inner, d, file, conds)
                 except _Return:
@@ -268,19 +256,19 @@ class _Reader:
                         scope.vars[key] = value
             else:
                 try:
-                    self.run(body, _Scope(dict(scope.vars) | bound, scope, len(conds)), d, file, conds)
+                    self.run(body, Scope(dict(scope.vars) | bound, scope, len(conds)), d, file, conds)
                 except _Return:
                     pass
         finally:
             self.depth -= 1
 
     # -- commands ------------------------------------------------------------------------
-    def command(self, cmd: Command, scope: _Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
+    def command(self, cmd: Command, scope: Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
         name, where = cmd.name, f"{file}:{cmd.line}"
         if name in self.functions:
             self.call(cmd, scope, d, file, conds)
-        elif name in ("set", "option", "unset", "list"):
-            self.variables(cmd, scope, conds)
+        elif name in ("set", "option", "unset", "list", "string", "cmake_parse_arguments") and set_variables(cmd, scope):
+            pass
         elif name == "project":
             self.read_project(cmd, scope)
         elif name in ("enable_language", "check_language", "find_package"):
@@ -295,50 +283,12 @@ class _Reader:
             self.properties(cmd, scope, d, where)
         elif name in _DISCOVERED:
             self.unread.append(f"{where}: {name}() names its tests only when the test program runs: not read")
-        elif name in _WRITERS or name.startswith("check_"):
+        elif name in _WRITERS or name.startswith("check_"):  # string() forms not modelled too
             for arg in cmd.args:
                 if arg.kind == "unquoted" and arg.text.replace("_", "").isalnum():
                     scope.vars[arg.text] = _UNKNOWN
 
-    def variables(self, cmd: Command, scope: _Scope, conds: tuple[str, ...]) -> None:
-        missing: list[str] = []
-        args = self.args(cmd, scope, missing)
-        if not args:
-            return
-        if cmd.name == "list":
-            if len(args) >= 2 and args[0] == "APPEND":
-                old = scope.vars.get(args[1], "")
-                value = _UNKNOWN if missing or old == _UNKNOWN else ";".join([*split_list(old), *args[2:]])
-                self.setvar(scope, conds, args[1], value)
-            else:
-                for word in args[1:2] + args[-1:]:
-                    scope.vars[word] = _UNKNOWN
-            return
-        var = args[0]
-        if var.startswith("ENV{"):
-            return
-        if cmd.name == "unset":
-            scope.vars.pop(var, None)
-            return
-        if cmd.name == "option":
-            if var not in scope.vars:
-                value = args[2] if len(args) > 2 else "OFF"
-                scope.vars[var] = _UNKNOWN if missing else value
-            return
-        values, target = args[1:], scope
-        if values and values[-1] == "PARENT_SCOPE":
-            values, target = values[:-1], scope.parent or scope
-        if "CACHE" in values:
-            values = values[: values.index("CACHE")]
-            if var in scope.vars:  # a cache entry never overrides a normal variable
-                return
-        value = _UNKNOWN if missing else ";".join(values)
-        if target is scope:
-            self.setvar(scope, conds, var, value)
-        else:
-            target.vars[var] = value
-
-    def read_project(self, cmd: Command, scope: _Scope) -> None:
+    def read_project(self, cmd: Command, scope: Scope) -> None:
         args = self.args(cmd, scope)
         if not args:
             return
@@ -364,7 +314,7 @@ class _Reader:
             pieces = (version or "").split(".")
             scope.vars[f"PROJECT_VERSION_{part}"] = pieces[n] if n < len(pieces) else ""
 
-    def language(self, cmd: Command, scope: _Scope, conds: tuple[str, ...]) -> None:
+    def language(self, cmd: Command, scope: Scope, conds: tuple[str, ...]) -> None:
         args = self.args(cmd, scope)
         if cmd.name == "find_package":
             if args[:1] in (["CUDAToolkit"], ["CUDA"]):
@@ -382,7 +332,7 @@ class _Reader:
         if "CUDA" in langs:
             self.cuda = "required" if not conds or self.cuda == "required" else "optional"
 
-    def subdirectory(self, cmd: Command, scope: _Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
+    def subdirectory(self, cmd: Command, scope: Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
         missing: list[str] = []
         args = self.args(cmd, scope, missing)
         where = f"{file}:{cmd.line}"
@@ -405,11 +355,11 @@ class _Reader:
                           "CMAKE_CURRENT_LIST_FILE": str(listfile)})
         self.depth += 1
         try:
-            self.run_file(listfile, _Scope(variables, scope, len(conds)), child, conds)
+            self.run_file(listfile, Scope(variables, scope, len(conds)), child, conds)
         finally:
             self.depth -= 1
 
-    def include(self, cmd: Command, scope: _Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
+    def include(self, cmd: Command, scope: Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
         missing: list[str] = []
         args = self.args(cmd, scope, missing)
         if not args:
@@ -439,14 +389,14 @@ class _Reader:
                     scope.vars.update({k: v for k, v in saved.items() if v is not None})
                 return
 
-    def run_file(self, path: Path, scope: _Scope, d: _Dir, conds: tuple[str, ...]) -> None:
+    def run_file(self, path: Path, scope: Scope, d: _Dir, conds: tuple[str, ...]) -> None:
         cmds = self.load(path)
         try:
             self.run(cmds, scope, d, self.rel(path), conds)
         except _Return:
             pass
 
-    def add_test(self, cmd: Command, scope: _Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
+    def add_test(self, cmd: Command, scope: Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
         where = f"{file}:{cmd.line}"
         missing: list[str] = []
         args = self.args(cmd, scope, missing)
@@ -474,7 +424,7 @@ class _Reader:
         d.tests.append({"name": name, "labels": [], "command": [c.replace(_UNKNOWN, "?") for c in command],
                         "wd": wd, "where": where, "conds": conds})
 
-    def properties(self, cmd: Command, scope: _Scope, d: _Dir, where: str) -> None:
+    def properties(self, cmd: Command, scope: Scope, d: _Dir, where: str) -> None:
         args = self.args(cmd, scope)
         if cmd.name == "set_property":
             if args[:1] != ["TEST"] or "PROPERTY" not in args:
@@ -538,7 +488,7 @@ def read_cmakelists(root: Path) -> CMakeRead:
     variables = {"CMAKE_SOURCE_DIR": src, "CMAKE_CURRENT_SOURCE_DIR": src, "CMAKE_CURRENT_LIST_DIR": src,
                  "CMAKE_CURRENT_LIST_FILE": str(top), "PROJECT_SOURCE_DIR": src}
     d = _Dir(root)
-    reader.run_file(top, _Scope(variables, None, 0), d, ())
+    reader.run_file(top, Scope(variables, None, 0), d, ())
     return CMakeRead(project=reader.project, version=reader.version, languages=tuple(reader.languages),
                      cuda=reader.cuda, tests=tuple(reader.tests(d)), unread=tuple(reader.unread),
                      files=tuple(reader.files))

@@ -16,7 +16,7 @@ import re
 from relgate.core.errors import InputError
 from relgate.core.record import record
 
-__all__ = ["Arg", "Command", "UNKNOWN", "expand", "parse", "split_list"]
+__all__ = ["Arg", "Command", "UNKNOWN", "arguments", "expand", "parse", "split_list"]
 
 #: the value of a variable set by something the reader does not evaluate
 UNKNOWN = "\0unknown"
@@ -270,3 +270,17 @@ def split_list(value: str) -> list[str]:
         i += 1
     items.append("".join(cur))
     return [x for x in items if x != ""]
+
+
+def arguments(args: tuple[Arg, ...], variables: dict[str, str], missing: list[str]) -> list[str]:
+    """A command's arguments evaluated: a bracket argument as written, a quoted one expanded
+    (one argument), an unquoted one expanded and split as a list (none if empty)."""
+    out: list[str] = []
+    for arg in args:
+        if arg.kind == "bracket":
+            out.append(arg.text)
+        elif arg.kind == "quoted":
+            out.append(expand(arg.text, variables, missing))
+        else:
+            out += split_list(expand(arg.text, variables, missing))
+    return out
