@@ -349,6 +349,24 @@ def test_include_of_a_file_in_the_tree_is_followed(tmp_path):
     assert read.files == ("CMakeLists.txt", "cmake/Helpers.cmake", "cmake/more.cmake")
 
 
+def test_an_include_it_cannot_find_is_said_and_a_function_body_names_its_own_file(tmp_path):
+    _tree(tmp_path, {"CMakeLists.txt": "set(CMAKE_MODULE_PATH ${SOMEWHERE}/cmake ${CMAKE_MODULE_PATH})\n"
+                                       "include(helpers)\ninclude(GNUInstallDirs)\ninclude(gen/made.cmake)\n"
+                                       "include(cmake/fn.cmake)\nadd_one(${NOT_KNOWN})\n",
+                     "cmake/fn.cmake": "function(add_one n)\n  add_test(NAME t_${n} COMMAND x)\nendfunction()\n"})
+    read = read_cmakelists(tmp_path)
+    assert read.tests == ()
+    assert read.unread == (
+        "CMakeLists.txt:2: include(helpers): not found in the tree without configuring; what it defines is not read",
+        "CMakeLists.txt:3: include(GNUInstallDirs): not found in the tree without configuring; what it defines is "
+        "not read",
+        "CMakeLists.txt:4: include(gen/made.cmake): not found in the tree without configuring; what it defines is "
+        "not read",
+        "cmake/fn.cmake:2: add_test(NAME t_${n} COMMAND …): the test name is not known without configuring")
+    _tree(tmp_path, {"CMakeLists.txt": "include(GNUInstallDirs)\ninclude(CTest)\n"})
+    assert read_cmakelists(tmp_path).unread == ()  # CMake's own modules, with no module path of the project's
+
+
 def test_a_recursive_include_is_refused(tmp_path):
     _tree(tmp_path, {"CMakeLists.txt": "include(loop.cmake)\n", "loop.cmake": "include(loop.cmake)\n"})
     with pytest.raises(InputError, match=r"loop.cmake:1: include nested deeper than 64"):

@@ -232,7 +232,7 @@ class _Reader:
             self.run(body, scope, d, file, conds)
 
     def call(self, cmd: Command, scope: Scope, d: _Dir, file: str, conds: tuple[str, ...]) -> None:
-        params, body, is_macro, _ = self.functions[cmd.name]
+        params, body, is_macro, defined_in = self.functions[cmd.name]
         if self.depth >= MAX_DEPTH:
             self.unread.append(f"{file}:{cmd.line}: {cmd.name}() nested deeper than {MAX_DEPTH} calls: not followed")
             return
@@ -248,7 +248,7 @@ class _Reader:
             if is_macro:
                 inner = Scope(dict(scope.vars) | bound, scope.parent, len(conds))
                 try:
-                    self.run(body, inner, d, file, conds)
+                    self.run(body, inner, d, defined_in, conds)
                 except _Return:
                     pass
                 for key, value in inner.vars.items():
@@ -256,7 +256,7 @@ class _Reader:
                         scope.vars[key] = value
             else:
                 try:
-                    self.run(body, Scope(dict(scope.vars) | bound, scope, len(conds)), d, file, conds)
+                    self.run(body, Scope(dict(scope.vars) | bound, scope, len(conds)), d, defined_in, conds)
                 except _Return:
                     pass
         finally:
@@ -388,6 +388,9 @@ class _Reader:
                     self.depth -= 1
                     scope.vars.update({k: v for k, v in saved.items() if v is not None})
                 return
+        if missing or scope.vars.get("CMAKE_MODULE_PATH") == _UNKNOWN or "/" in target or target.endswith(".cmake"):
+            self.unread.append(f"{where}: include({target}): not found in the tree without configuring; what it "
+                               f"defines is not read")
 
     def run_file(self, path: Path, scope: Scope, d: _Dir, conds: tuple[str, ...]) -> None:
         cmds = self.load(path)
@@ -486,9 +489,9 @@ def read_cmakelists(root: Path) -> CMakeRead:
     reader = _Reader(root)
     src = str(root)
     variables = {"CMAKE_SOURCE_DIR": src, "CMAKE_CURRENT_SOURCE_DIR": src, "CMAKE_CURRENT_LIST_DIR": src,
-                 "CMAKE_CURRENT_LIST_FILE": str(top), "PROJECT_SOURCE_DIR": src}
+                 "CMAKE_CURRENT_LIST_FILE": str(top), "PROJECT_SOURCE_DIR": src, "CMAKE_MODULE_PATH": ""}
     d = _Dir(root)
     reader.run_file(top, Scope(variables, None, 0), d, ())
     return CMakeRead(project=reader.project, version=reader.version, languages=tuple(reader.languages),
-                     cuda=reader.cuda, tests=tuple(reader.tests(d)), unread=tuple(reader.unread),
+                     cuda=reader.cuda, tests=tuple(reader.tests(d)), unread=tuple(dict.fromkeys(reader.unread)),
                      files=tuple(reader.files))
