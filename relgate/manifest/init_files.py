@@ -401,8 +401,11 @@ def package_toml(r: Reading, *, lanes: str | None) -> str:
             pkg.append(f"fixtures = [{quote(lanes)}]   # the census reads it in the published crate too")
         publish.append('# registry = "local"   # cargo publish --locked --dry-run --registry NAME')
     elif isinstance(facts, Found):
-        pkg += [f"build_command = {quote(facts.package_build)}"] if facts.package_build else []
-        pkg += [f"test_command = {quote(facts.package_test)}"] if facts.package_test else []
+        commands = [(key, c) for key, c in (("build_command", facts.package_build), ("test_command", facts.package_test))
+                    if c]
+        pkg += [f"{key} = {quote(c)}" for key, c in commands]
+        pkg += ["shell = true   # the commands above are /bin/sh strings"] if any(_needs_shell(c) for _, c in commands) \
+            else []
     elif isinstance(facts, MakeFacts):
         pkg.append(f"build_command = {quote(make_build_command(facts))}")
         test = next((t for t in ("test", "check") if t in facts.targets), None)
