@@ -1,2 +1,2 @@
-"""Project kinds as adapters: one module per kind (cargo, make, python) behind one interface.
+"""Project kinds as adapters: one module per kind behind one interface.
 The rest of relgate asks the registry (``kind_of``), never compares a kind's name."""

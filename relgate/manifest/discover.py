@@ -38,7 +38,7 @@ __all__ = ["CargoFacts", "CargoTarget", "MakeFacts", "PythonFacts", "detect_kind
 
 
 def detect_kinds(root: Path) -> list[tuple[str, str]]:
-    """(kind, the file that says so) for every kind ``root`` holds, in cargo, make, python order."""
+    """(kind, the file that says so) for every kind ``root`` holds, in the registry's order."""
     found = []
     for kind, names in ((k.name, k.marker_files) for k in all_kinds().values()):
         name = next((n for n in names if (Path(root) / n).is_file()), None)
