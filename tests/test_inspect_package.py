@@ -109,7 +109,7 @@ P = Path("manifests/package.toml")
                                                           "cargo) (a cargo package ships its Cargo.lock"),
     ("python", {"publish": {"registry": "local"}}, "publish.registry: only for cargo projects (this one is python) "
                                                    "(python: index_url)"),
-    ("cargo", {"package": {"test_command": "cargo test"}}, "package.test_command: only for make and python projects"),
+    ("cargo", {"package": {"test_command": "cargo test"}}, "package.test_command: only for cmake, make and python projects"),
     ("make", {"package": {"dist": "make dist"}}, "package.dist_glob: missing: say where package.dist leaves the "
                                                  "tarball"),
     ("make", {"package": {"dist": "make dist && ls"}}, "package.dist: uses shell syntax; set shell = true"),

@@ -13,15 +13,16 @@ from relgate.manifest.specs import version_problem
 
 
 def test_each_kind_registers_once_in_detection_order() -> None:
-    assert kind_names() == ("cargo", "make", "python")
-    assert kind_choices() == PROJECT_KINDS == ("make", "cargo", "python")
+    assert kind_names() == ("cargo", "cmake", "make", "python")
+    assert kind_choices() == PROJECT_KINDS == ("make", "cargo", "cmake", "python")
     assert DEFAULT_KIND == "make"
     assert [kind_of(n).name for n in kind_names()] == list(kind_names())
 
 
 def test_the_package_keys_each_kind_takes_are_the_adapters_lists() -> None:
     assert dict(_ONLY) == {
-        "dist": ("make",), "dist_glob": ("make",), "build_command": ("make",), "test_command": ("make", "python"),
+        "dist": ("cmake", "make"), "dist_glob": ("cmake", "make"), "build_command": ("cmake", "make"),
+        "test_command": ("cmake", "make", "python"),
         "extras": ("python",), "extensions": ("python",), "group": ("python",), "wheel_fixtures": ("python",),
         "registry": ("cargo",), "index_url": ("python",), "upload_url": ("python",), "lock": ("python",),
         "import": ("python",)}
@@ -31,7 +32,9 @@ def test_detection_reads_each_kinds_marker_files(tmp_path: Path) -> None:
     (tmp_path / "Cargo.toml").write_text("")
     (tmp_path / "makefile").write_text("")
     (tmp_path / "pyproject.toml").write_text("")
-    assert detect_kinds(tmp_path) == [("cargo", "Cargo.toml"), ("make", "makefile"), ("python", "pyproject.toml")]
+    (tmp_path / "CMakeLists.txt").write_text("")
+    assert detect_kinds(tmp_path) == [("cargo", "Cargo.toml"), ("cmake", "CMakeLists.txt"), ("make", "makefile"),
+                                      ("python", "pyproject.toml")]
 
 
 def test_each_kind_has_its_version_rule() -> None:

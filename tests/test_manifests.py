@@ -100,7 +100,7 @@ MALFORMED: list[tuple[str, str, str | bytes, str]] = [
     ("project-root-not-a-dir", "project.toml", PROJECT_OK.replace('root = "."', 'root = "a-file"'),
      "project.root: {dir}/a-file is not a directory"),
     ("project-bad-kind", "project.toml", PROJECT_OK.replace('kind = "make"', 'kind = "carg"'),
-     'project.kind: unknown value "carg" — did you mean "cargo"? (one of "make", "cargo", "python")'),
+     'project.kind: unknown value "carg" — did you mean "cargo"? (one of "make", "cargo", "cmake", "python")'),
     ("project-bad-evidence-env", "project.toml", PROJECT_OK + 'evidence_env = "MY-EVIDENCE"\n',
      'project.evidence_env: "MY-EVIDENCE" is not an environment variable name'),
     ("project-missing-changelog", "project.toml", PROJECT_OK + 'changelog = "NEWS.md"\n',

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 import relgate.kinds.cargo  # noqa: F401  (each kind's module registers itself)
+import relgate.kinds.cmake  # noqa: F401
 import relgate.kinds.make  # noqa: F401
 import relgate.kinds.python  # noqa: F401
 from relgate.kinds.base import REGISTRY, ProjectKind
@@ -18,7 +19,7 @@ DEFAULT_KIND = MAKE.name
 
 
 def kinds() -> Mapping[str, ProjectKind]:
-    """name → adapter, in registration order (cargo, make, python …: the order detection prefers)."""
+    """name → adapter, in registration order (cargo, cmake, make, python: the order detection prefers)."""
     return dict(REGISTRY)
 
 
