@@ -72,6 +72,17 @@ def pip_mirror():  # noqa: ANN201
         server.server_close()
 
 
+def typed(root: Path, *argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
+    """A command in ``root`` with no RELGATE_* variables: what a person types there."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RELGATE_")} | {"NO_COLOR": "1"}
+    return subprocess.run(list(argv), cwd=root, env=env, capture_output=True, text=True, timeout=timeout)
+
+
+def relgate_typed(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """``relgate ARGS`` typed in ``root`` (see :func:`typed`)."""
+    return typed(root, sys.executable, "-m", "relgate.cli", *args)
+
+
 def git(cwd: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
            "GIT_COMMITTER_EMAIL": "t@t"}

@@ -4,9 +4,7 @@ package_verify and publish_dry_run — with real cmake, ctest and gcc (and nvcc 
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
 import sys
 import tomllib
 from pathlib import Path
@@ -14,23 +12,13 @@ from pathlib import Path
 import pytest
 
 from conftest import EXAMPLES, Project, git
+from conftest import relgate_typed as relgate
+from conftest import typed as run
 
 FILE_SECONDS = 120  # about how long this file takes here: it starts early (tests/conftest.py)
 
 pytestmark = pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("ctest") is None,
                                 reason="needs cmake and ctest: apt-get install -y cmake")
-
-_ENV = {k: v for k, v in os.environ.items() if not k.startswith("RELGATE_")} | {"NO_COLOR": "1"}
-
-
-def run(root: Path, *argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    """A command in ``root`` with no RELGATE_* variables: what a person types there."""
-    return subprocess.run(list(argv), cwd=root, env=_ENV, capture_output=True, text=True, timeout=timeout)
-
-
-def relgate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run(root, sys.executable, "-m", "relgate.cli", *args)
-
 
 def verdicts(output: str) -> dict[str, str]:
     """step → verdict, from the summary lines nox printed ("NAME  VERDICT  …")."""

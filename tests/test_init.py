@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import subprocess
 import sys
@@ -11,24 +10,14 @@ from pathlib import Path
 import pytest
 
 from conftest import REPO, Project, git
+from conftest import relgate_typed as relgate
+from conftest import typed as run
 from relgate.manifest.discover import make_targets_of
 
 FILE_SECONDS = 80  # about how long this file takes here: it starts early (tests/conftest.py)
 
 pytestmark = pytest.mark.skipif(shutil.which("cargo") is None or shutil.which("make") is None,
                                 reason="needs cargo and make")
-
-_ENV = {k: v for k, v in os.environ.items() if not k.startswith("RELGATE_")} | {"NO_COLOR": "1"}
-
-
-def run(root: Path, *argv: str, timeout: int = 600) -> subprocess.CompletedProcess[str]:
-    """A command in ``root`` with no RELGATE_* variables: what a person types there."""
-    return subprocess.run(list(argv), cwd=root, env=_ENV, capture_output=True, text=True, timeout=timeout)
-
-
-def relgate(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return run(root, sys.executable, "-m", "relgate.cli", *args)
-
 
 def assert_schema_headed_and_valid(folder: Path, hosts: Path) -> None:
     """Every file init wrote starts with a #:schema line naming an existing schema, and validates against it."""

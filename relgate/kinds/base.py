@@ -9,7 +9,7 @@ it, how its package is built and tested — and never compares a kind's name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from relgate.core.record import record
