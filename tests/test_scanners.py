@@ -441,6 +441,13 @@ W = CompilerWarning
             id="cmake",
         ),
         pytest.param(
+            "-- Warning: ccache not found - consider installing it for faster compilation or disable this "
+            "warning with GGML_CCACHE=OFF\n"
+            "CMake Warning at CMakeLists.txt:9 (message):\n  no ccache\n\n",
+            [("generic", "CMakeLists.txt", 9, None, "no ccache", None)],
+            id="cmake-status-message-is-a-note",  # ggml's configure: message(STATUS "Warning: …")
+        ),
+        pytest.param(
             "   Building [=====>    ] 3/10: foo\r\x1b[K"
             "k.c:3:9: warning: unused variable 'x' [-Wunused-variable]\n",
             [("gcc", "k.c", 3, 9, "unused variable 'x'", "-Wunused-variable")],

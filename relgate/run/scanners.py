@@ -217,6 +217,10 @@ _CMAKE = re.compile(
     r"(?: at (?P<file>.+?):(?P<line>\d+)(?: \([^)]*\))?)?\s*:\s*(?P<msg>.*)$"
 )
 
+# CMake's message(STATUS …) lines ("-- Warning: ccache not found …", ggml's): notes, not
+# diagnostics; a project's own warning is message(WARNING …), which _CMAKE reads.
+_CMAKE_STATUS = "-- "
+
 # Anything else: singular "warning", optional spaces, a colon ("0 warnings:" is not one).
 _GENERIC = re.compile(r"\bwarning\s*:\s*(?P<msg>.*)$", re.IGNORECASE)
 
@@ -335,6 +339,8 @@ class StreamScanner:
             return
 
         if _GUTTER.match(line) or _GCC_OTHER.match(line) or _RUST_OTHER_HEADER.match(line):
+            return
+        if line.startswith(_CMAKE_STATUS):  # message(STATUS "Warning: …"): a note; message(WARNING) is _CMAKE's
             return
         match = _GENERIC.search(line)
         if match is None:
