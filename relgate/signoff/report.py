@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from relgate.core.text import code, inert, md
-from relgate.measure.compare import BoardComparison, Comparison, MetricResult
 from relgate.measure.quality import BoardQuality, QualityReport
+from relgate.measure.results import BoardComparison, Comparison, MetricResult
 from relgate.measure.specs import row_label
 from relgate.signoff.assemble import Signoff
 from relgate.signoff.checklist import describe
