@@ -11,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 TAIL_LINES = 40
@@ -180,6 +181,24 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path, tmp: Path) -> tuple
 # Each judgement is also printed as one ``RESULT {json}`` line, which bench/all.py collects.
 
 DEFAULT_ROUNDS = 5
+
+
+def last_run_steps(home: Path, prefix: str) -> list[Any]:
+    """The step rows of the latest run in the ledger under ``home`` whose names start with ``prefix``."""
+    from relgate.ledger.store import Ledger  # the benchmarks that read no ledger load no relgate
+
+    with Ledger.open(home) as ledger:
+        run = ledger.runs()[-1]
+        return [s for s in ledger.steps(run_id=run.id) if s.step.startswith(prefix)]
+
+
+def not_all_passed(steps: list[Any], expected: int) -> str | None:
+    """Why a timed run does not count: the steps that did not pass, or how many ran where
+    ``expected`` should have; ``None`` when all ``expected`` passed."""
+    bad = [f"{s.step}: {s.verdict.value} {s.reason or ''}" for s in steps if s.verdict.value != "pass"]
+    if bad or len(steps) != expected:
+        return "; ".join(bad) or f"{len(steps)} steps"
+    return None
 
 
 def load_average() -> str:

@@ -26,8 +26,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from _common import Bench, failed, judge, make_project, timed  # noqa: E402
-from relgate.ledger.store import Ledger  # noqa: E402
+from _common import Bench, failed, judge, last_run_steps, make_project, not_all_passed, timed  # noqa: E402
 
 STEPS = 8
 
@@ -42,21 +41,17 @@ def lanes(seconds: float) -> str:
 
 def span(home: Path) -> float:
     """Seconds from the first GPU step's start to the last one's end (the ledger's clock)."""
-    with Ledger.open(home) as ledger:
-        run = ledger.runs()[-1]
-        steps = [s for s in ledger.steps(run_id=run.id) if s.step.startswith("gpu-")]
+    steps = last_run_steps(home, "gpu-")
     starts = [datetime.fromisoformat(s.started).timestamp() for s in steps]
     ends = [a + (s.duration or 0.0) for a, s in zip(starts, steps)]
     return max(ends) - min(starts)
 
 
 def check(home: Path, slots: int) -> str | None:
-    with Ledger.open(home) as ledger:
-        run = ledger.runs()[-1]
-        steps = [s for s in ledger.steps(run_id=run.id) if s.step.startswith("gpu-")]
-    bad = [f"{s.step}: {s.verdict.value} {s.reason or ''}" for s in steps if s.verdict.value != "pass"]
-    if bad or len(steps) != STEPS:
-        return "; ".join(bad) or f"{len(steps)} steps"
+    steps = last_run_steps(home, "gpu-")
+    void = not_all_passed(steps, STEPS)
+    if void is not None:
+        return void
     gpus = {g["index"] for s in steps for g in s.facts.get("gpus", [])}
     if len(gpus) != min(slots, STEPS):
         return f"the steps ran on GPUs {sorted(gpus)}, expected {min(slots, STEPS)} distinct"

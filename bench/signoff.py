@@ -31,57 +31,13 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _big_ledger import populate  # noqa: E402
+
 from _common import DEFAULT_ROUNDS, NOOP_NOXFILE, REPO, Bench, failed, judge, make_project, spread, timed  # noqa: E402,E501
 
 sys.path.insert(0, str(REPO))
 
 GOAL_COLD, GOAL_RERUN = 2.0, 0.3
-SESSIONS = ("host", "gate", "contract", "bench", "package_verify", "publish_dry_run")
-
-
-def populate(home: Path, root: Path, steps: int, cells: int, env: dict[str, str]) -> None:
-    from relgate.core.verdict import Verdict
-    from relgate.evidence.baselines import accept
-    from relgate.ledger.gitfacts import read_git_facts
-    from relgate.ledger.identity import project_identity
-    from relgate.ledger.store import Ledger
-    from relgate.manifest.workspace import Workspace
-
-    facts = read_git_facts(root)
-    identity = project_identity(Workspace.load(REPO, environ=env), facts)
-    per_run = 50
-    with Ledger.open(home) as ledger:
-        conn = ledger._conn  # bulk insert: the API's one-transaction-per-row would time the setup, not the sign-off
-        for r in range(steps // per_run):
-            session = SESSIONS[r % len(SESSIONS)]
-            run_id = ledger.begin_run(session=session, argv=["nox", "-s", session], project="tinyinfer",
-                                      project_root=root, commit=facts.commit, branch=facts.branch, dirty=False,
-                                      identity=identity)
-            conn.execute("BEGIN")
-            conn.executemany(
-                "INSERT INTO steps (run_id, session, step, lane, target, host, board, commit_sha, dirty, command,"
-                " env, started, duration, exit_code, verdict, reason, log_path, project_key) VALUES"
-                " (?,?,?,?,?,?,?,?,?,?,'{}',?,?,?,?,?,?,?)",
-                [(run_id, session, f"{session}-step-{i}", session, f"t{i}", "local", None, facts.commit, 0,
-                  f"make step{i}", "2026-12-01T00:00:00", 0.1, 0, Verdict.PASS.value, None,
-                  f"logs/{facts.commit}/{i:064d}.log", identity.key) for i in range(per_run)])
-            conn.execute("COMMIT")
-            ledger.finish_run(run_id, "ok")
-        body = "".join(f"suite{i // 2500}\tcpu\tcase{i:07d}\t{i * 0.5:.3f}\n" for i in range(cells))
-        capture = home / "capture.cells"
-        capture.write_text("# relgate evidence\n" + body)
-        run_id = ledger.begin_run(session="gate", argv=["nox", "-s", "gate"], project="tinyinfer", project_root=root,
-                                  commit=facts.commit, branch=facts.branch, dirty=False, identity=identity)
-        step = ledger.begin_step(run_id=run_id, session="gate", step="kernels-cpu", lane="gate", target="kernels-cpu",
-                                 host="local", board=None, driver=None, toolkit=None, commit=facts.commit, dirty=False,
-                                 command="make test", cwd=str(root), env={}, log_path=None)
-        ledger.finish_step(step, verdict=Verdict.PASS, reason=None, exit_code=0, duration=1.0)
-        ledger.store_evidence(capture, step_id=step)
-        ledger.finish_run(run_id, "ok")
-        accept(ledger, commit=facts.commit, release="0.2.0", project=identity)
-        for who in ("ci-green", "maintainer-approval", "agent-checks"):
-            ledger.add_decision(project=identity.key, commit=facts.commit, dirty=False, item=who, kind="attest",
-                                by="bench", note=None)
 
 
 def digest(folder: Path) -> str:

@@ -28,66 +28,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _big_ledger import populate  # noqa: E402
+
 from _common import DEFAULT_ROUNDS, REPO, Bench, failed, judge, make_project, spread, timed  # noqa: E402
 
 sys.path.insert(0, str(REPO))
 
 GOAL_RENDER, GOAL_BYTES = 2.0, 2_000_000
-SESSIONS = ("host", "gate", "contract", "bench", "package_verify", "publish_dry_run")
 FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage")
-
-
-def populate(home: Path, root: Path, steps: int, cells: int, env: dict[str, str], *, distinct: bool) -> None:
-    from relgate.core.verdict import Verdict
-    from relgate.evidence.baselines import accept
-    from relgate.ledger.gitfacts import read_git_facts
-    from relgate.ledger.identity import project_identity
-    from relgate.ledger.store import Ledger
-    from relgate.manifest.workspace import Workspace
-
-    facts = read_git_facts(root)
-    identity = project_identity(Workspace.load(REPO, environ=env), facts)
-    per_run = 50
-    logs = home / "logs" / facts.commit
-    logs.mkdir(parents=True, exist_ok=True)
-    with Ledger.open(home) as ledger:
-        conn = ledger._conn  # bulk insert: the API's one transaction per row would time the setup
-        for r in range(steps // per_run):
-            session = SESSIONS[r % len(SESSIONS)]
-            run_id = ledger.begin_run(session=session, argv=["nox", "-s", session], project="tinyinfer",
-                                      project_root=root, commit=facts.commit, branch=facts.branch, dirty=False,
-                                      identity=identity)
-            rows = []
-            for i in range(per_run):
-                n = r * per_run + i if distinct else i
-                log = logs / f"{n:064x}.log"
-                log.write_text(f"$ make step{n}\nstep {n}: ok\n")
-                rows.append((run_id, session, f"{session}-step-{n}", session, f"t{n}", "local", None, facts.commit,
-                             0, f"make step{n}", "2026-12-01T00:00:00", 0.1, 0, Verdict.PASS.value, None,
-                             f"logs/{facts.commit}/{n:064x}.log", identity.key))
-            conn.execute("BEGIN")
-            conn.executemany(
-                "INSERT INTO steps (run_id, session, step, lane, target, host, board, commit_sha, dirty, command,"
-                " env, started, duration, exit_code, verdict, reason, log_path, project_key) VALUES"
-                " (?,?,?,?,?,?,?,?,?,?,'{}',?,?,?,?,?,?,?)", rows)
-            conn.execute("COMMIT")
-            ledger.finish_run(run_id, "ok")
-        body = "".join(f"suite{i // 2500}\tcpu\tcase{i:07d}\t{i * 0.5:.3f}\n" for i in range(cells))
-        capture = home / "capture.cells"
-        capture.write_text("# relgate evidence\n" + body)
-        run_id = ledger.begin_run(session="gate", argv=["nox", "-s", "gate"], project="tinyinfer", project_root=root,
-                                  commit=facts.commit, branch=facts.branch, dirty=False, identity=identity)
-        step = ledger.begin_step(run_id=run_id, session="gate", step="kernels-cpu", lane="gate", target="kernels-cpu",
-                                 host="local", board=None, driver=None, toolkit=None, commit=facts.commit, dirty=False,
-                                 command="make test", cwd=str(root), env={}, log_path=None)
-        ledger.finish_step(step, verdict=Verdict.PASS, reason=None, exit_code=0, duration=1.0)
-        ledger.store_evidence(capture, step_id=step)
-        ledger.finish_run(run_id, "ok")
-        accept(ledger, commit=facts.commit, release="0.2.0", project=identity)
-        for who in ("ci-green", "maintainer-approval", "agent-checks"):
-            ledger.add_decision(project=identity.key, commit=facts.commit, dirty=False, item=who, kind="attest",
-                                by="bench", note=None)
 
 
 def main() -> int:
@@ -107,7 +56,7 @@ def main() -> int:
         env = {**env, "PYTHONPATH": str(REPO)}
         home = Path(env["RELGATE_HOME"])
         t0 = time.perf_counter()
-        populate(home, root, args.steps, args.cells, env, distinct=not args.repeated)
+        populate(home, root, args.steps, args.cells, env, distinct=not args.repeated, write_logs=True)
         nox = [sys.executable, "-m", "nox", "-f", str(REPO / "noxfile.py")]
         wall, _, done = timed([*nox, "-s", "evidence"], env)
         if done.returncode != 0:

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from slurm_support import NodeSpec, slurm_cluster, slurm_missing  # noqa: E402
 
-from _common import Bench, failed, judge, make_project, timed  # noqa: E402
+from _common import Bench, failed, judge, last_run_steps, make_project, not_all_passed, timed  # noqa: E402
 from relgate.ledger.store import Ledger  # noqa: E402
 
 NODES = 4
@@ -50,12 +50,10 @@ def lanes(steps: int, seconds: float) -> str:
 
 
 def check(home: Path, nodes: int) -> str | None:
-    with Ledger.open(home) as ledger:
-        run = ledger.runs()[-1]
-        steps = [s for s in ledger.steps(run_id=run.id) if s.step.startswith("job-")]
-    bad = [f"{s.step}: {s.verdict.value} {s.reason or ''}" for s in steps if s.verdict.value != "pass"]
-    if bad or len(steps) != LANE_STEPS:
-        return "; ".join(bad) or f"{len(steps)} steps"
+    steps = last_run_steps(home, "job-")
+    void = not_all_passed(steps, LANE_STEPS)
+    if void is not None:
+        return void
     used = {s.facts["slurm"]["node"] for s in steps}
     return None if len(used) == nodes else f"ran on {sorted(used)}, expected {nodes} nodes"
 

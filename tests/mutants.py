@@ -265,14 +265,14 @@ MUTANTS: tuple[Mutant, ...] = (
            new="        return self.false_alarm * self.share / 1 * (2 * k - 1) / self.looks ** 2",
            tests=_k("tests/test_speed_bound.py", "spends_the_budget or false_alarm"),
            why="false alarms add up over a board's rows: identical code blocked"),
-    Mutant(name="speed-block-exit-code", path="relgate/measure/compare.py",
+    Mutant(name="speed-block-exit-code", path="relgate/measure/results.py",
            old="    if not comparisons or not words or BLOCK in words or not all(compared(w) for w in words):\n"
                "        return EXIT_BLOCK",
            new="    if not comparisons or not words or not all(compared(w) for w in words):\n"
                "        return EXIT_BLOCK",
            tests=_k("tests/test_signoff.py", "asks_for_a_rerun_and_blocks"),
            why="measure compare exits 0 on a blocked release"),
-    Mutant(name="speed-undecided-exit-code", path="relgate/measure/compare.py",
+    Mutant(name="speed-undecided-exit-code", path="relgate/measure/results.py",
            old="    return EXIT_UNDECIDED if any(w.startswith(UNDECIDED) for w in words) else EXIT_PASS",
            new="    return EXIT_PASS if any(w.startswith(UNDECIDED) for w in words) else EXIT_PASS",
            tests=_k("tests/test_signoff.py", "undecided_after_max_batches"),

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Sequence
 from itertools import repeat
 from operator import mul
-from collections.abc import Sequence
 from pathlib import Path
 from statistics import NormalDist
 
 from relgate.manifest.measures import MeasureSpec, parse_measurements
-from relgate.measure.compare import BoardComparison, Samples, judge_board
+from relgate.measure.board import judge_board
+from relgate.measure.results import BoardComparison
+from relgate.measure.samples import Samples
 
 __all__ = ["spec", "sigma", "normals", "batch_of", "batch", "judge_board_of", "simulate_boards", "simulate_board"]
 

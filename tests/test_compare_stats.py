@@ -29,8 +29,9 @@ import pytest
 
 from relgate.core.errors import InputError
 from relgate.manifest.measures import MeasureSpec, parse_measurements
-from relgate.measure.compare import BLOCK, PASS, POINT_NOTE, RERUN, SLOWER, UNDECIDED, judge
+from relgate.measure.judge import POINT_NOTE, judge
 from relgate.measure.stats import _u_counts, critical, runs_to_resolve, shift_interval
+from relgate.measure.verdicts import BLOCK, PASS, RERUN, SLOWER, UNDECIDED
 
 RUNS = 15
 COMPARISONS = 200

@@ -88,7 +88,8 @@ def test_compare_judges_every_row_on_every_core_as_in_one_process(monkeypatch: p
     from pathlib import Path
 
     from relgate.manifest.measures import parse_measurements
-    from relgate.measure.compare import Samples, compare_samples
+    from relgate.measure.board import compare_samples
+    from relgate.measure.samples import Samples
 
     table = {"target": "bench", "output": "stdout", "format": "csv", "key": ["n"],
              "metrics": {"t": "lower", "rate": "higher"}, "metadata": [], "runs": 15}

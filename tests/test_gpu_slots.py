@@ -16,8 +16,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from steps_support import Quiet, one_commit_repo, run_in_repo
 
-from conftest import git
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.store import Ledger
@@ -26,17 +26,9 @@ from relgate.manifest.specs import CommandSpec, parse_host
 from relgate.run.executor import LocalExecutor
 from relgate.run.hosts import Host, HostFacts, parse_nvidia_smi_uuids
 from relgate.run.plan import PlannedStep
-from relgate.run.runner import HostPool, run_steps
+from relgate.run.runner import HostPool
 
 UUIDS = tuple(f"GPU-0000000{i}-aaaa-bbbb-cccc-00000000000{i}" for i in range(4))
-
-
-class _Quiet:
-    def step_started(self, step, host) -> None:  # type: ignore[no-untyped-def]
-        pass
-
-    def step_finished(self, outcome) -> None:  # type: ignore[no-untyped-def]
-        pass
 
 
 def _pool(tmp: Path, gpus: int = 4) -> HostPool:
@@ -67,21 +59,6 @@ def _step(name: str, shell: str, cwd: Path, **kw) -> PlannedStep:  # type: ignor
     return PlannedStep(name=name, commands=(CommandSpec(shell=shell),), cwd=cwd, lane="contract", target=name, **kw)
 
 
-def _run(tmp: Path, steps: list[PlannedStep], pool: HostPool):  # type: ignore[no-untyped-def]
-    repo = tmp / "repo"
-    repo.mkdir(exist_ok=True)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
-    facts = read_git_facts(repo)
-    with Ledger.open(tmp / "home") as ledger:
-        run_id = ledger.begin_run(session="contract", argv=[], project="t", project_root=tmp, commit=facts.commit,
-                                  branch="main", dirty=False)
-        summary = run_steps(steps, session="contract", run_id=run_id, facts=facts, pool=pool, ledger=ledger,
-                            reporter=_Quiet())
-        rows = {r.step: r for r in ledger.steps(run_id=run_id)}
-    return summary, rows
-
-
 def _intervals(out: Path) -> dict[str, tuple[int, int, str, str, str]]:
     found = {}
     for line in out.read_text().splitlines():
@@ -109,7 +86,7 @@ def test_single_gpu_steps_run_side_by_side_never_sharing_a_gpu_all_and_builds_al
         _step("build-2", _record(out, "build-2", "sleep 0.3"), tmp_path),
         *[_step(f"tail-{i}", _record(out, f"tail-{i}", "sleep 0.2"), tmp_path, requires=("cuda",)) for i in range(2)],
     ]
-    summary, rows = _run(tmp_path, steps, pool)
+    summary, rows = run_in_repo(tmp_path, steps, pool, session="contract")
     assert [o.verdict for o in summary.outcomes] == [Verdict.PASS] * len(steps), \
         [(o.step.name, o.reason, o.tail) for o in summary.outcomes]
     assert [o.step.name for o in summary.outcomes] == [s.name for s in steps]  # the ledger reads in plan order
@@ -150,7 +127,7 @@ def test_a_step_asking_more_gpus_than_the_host_has_is_not_run_and_a_red_step_doe
              _step("greedy", "true", tmp_path, requires=("cuda",), gpus=3),
              _step("after", "echo ran; true", tmp_path, requires=("cuda",)),
              _step("needs-red", "true", tmp_path, requires=("cuda",), needs=("red",))]
-    summary, rows = _run(tmp_path, steps, pool)
+    summary, rows = run_in_repo(tmp_path, steps, pool, session="contract")
     verdicts = {o.step.name: (o.verdict, o.reason) for o in summary.outcomes}
     assert verdicts["red"][0] is Verdict.FAIL
     assert verdicts["greedy"] == (Verdict.NOT_RUN, "needs 3 GPUs, box has 2")
@@ -170,7 +147,7 @@ def test_one_gpu_host_still_pins_each_gpu_step_and_runs_them_one_at_a_time(tmp_p
     out = tmp_path / "intervals"
     pool = _pool(tmp_path, gpus=1)
     steps = [_step(f"s{i}", _record(out, f"s{i}", "sleep 0.1"), tmp_path, requires=("cuda",)) for i in range(3)]
-    summary, rows = _run(tmp_path, steps, pool)
+    summary, rows = run_in_repo(tmp_path, steps, pool, session="contract")
     assert all(o.verdict is Verdict.PASS for o in summary.outcomes)
     seen = _intervals(out)
     assert all(v[2] == "0" for v in seen.values())
@@ -259,7 +236,7 @@ def test_an_ssh_host_with_slots_runs_gpu_steps_side_by_side(tmp_path: Path) -> N
         steps = [_step(f"remote-{i}", _record(out, f"remote-{i}", _barrier(gate, 2, f"remote-{i}")), tmp_path,
                        requires=("cuda",)) for i in range(2)]
         steps.append(_step("remote-build", _record(out, "remote-build", "true"), tmp_path))
-        summary, rows = _run(tmp_path, steps, pool)
+        summary, rows = run_in_repo(tmp_path, steps, pool, session="contract")
         executor.close()
     finally:
         server.stop()
@@ -297,12 +274,12 @@ def test_a_fleet_of_hosts_with_slots_runs_every_hosts_gpu_steps_side_by_side(tmp
         steps = spread([_step(f"t{i}", f"RG=t{i}-$RELGATE_H; " + _record(out, "$RG", _barrier(gate, 4, "$RG")),
                               tmp_path, requires=("cuda",)) for i in range(2)], hosts)
         steps = [replace(s, env={"RELGATE_H": s.host}) for s in steps]
-        facts = read_git_facts(_repo(tmp_path))
+        facts = read_git_facts(one_commit_repo(tmp_path))
         with Ledger.open(tmp_path / "home") as ledger:
             run_id = ledger.begin_run(session="gate", argv=[], project="t", project_root=tmp_path,
                                       commit=facts.commit, branch="main", dirty=False)
             result = run_fleet(steps, session="gate", run_id=run_id, facts=facts, pool=pool, ledger=ledger,
-                               reporter=_Quiet())
+                               reporter=Quiet())
             rows = {r.step: r for r in ledger.steps(run_id=run_id)}
         for e in executors.values():
             e.close()
@@ -318,21 +295,14 @@ def test_a_fleet_of_hosts_with_slots_runs_every_hosts_gpu_steps_side_by_side(tmp
             set(UUIDS[:2] if box == "box1" else UUIDS[2:])
 
 
-def _repo(tmp: Path) -> Path:
-    repo = tmp / "repo"
-    repo.mkdir(exist_ok=True)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
-    return repo
-
-
 def test_the_json_report_carries_each_steps_gpus(tmp_path: Path) -> None:
     import json
 
     from relgate.run.reports import write_json_report
 
     pool = _pool(tmp_path, gpus=2)
-    summary, _ = _run(tmp_path, [_step("g", "true", tmp_path, requires=("cuda",))], pool)
+    summary, _ = run_in_repo(tmp_path, [_step("g", "true", tmp_path, requires=("cuda",))], pool,
+                             session="contract")
     report = tmp_path / "report.json"
     write_json_report(summary, report)
     step, = json.loads(report.read_text())["steps"]
@@ -353,7 +323,7 @@ def test_a_registry_outage_is_one_error_per_host_when_steps_run_on_gpu_slots(tmp
                                       "[net]\nretry = 1\n")
     env = {"CARGO_HOME": str(home), "CARGO_TARGET_DIR": str(tmp_path / "target")}
     steps = [_step(f"fetch-{n}", "cargo build", crate, env=env) for n in range(3)]  # builds: one at a time
-    summary, rows = _run(tmp_path, steps, _pool(tmp_path))
+    summary, rows = run_in_repo(tmp_path, steps, _pool(tmp_path), session="contract")
     first = rows["fetch-0"]
     assert first.verdict is Verdict.ERROR and first.reason.startswith("cargo cannot reach its registry"), first
     for name in ("fetch-1", "fetch-2"):

@@ -7,35 +7,16 @@ environment ``relgate pytest`` builds (every pip reads the tests' package mirror
 
 from __future__ import annotations
 
-import sys
-import textwrap
 from pathlib import Path
 
+from python_package_support import Ledger, change, commit, nox, pyproject_toml, relgate, write_files
+
 from conftest import git
-from test_python_package import Ledger, change, commit, nox, run
 
 FILE_SECONDS = 120
 
 FILES = {
-    "pyproject.toml": """\
-        [build-system]
-        requires = ["setuptools>=68"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "skippy"
-        version = "1.0.0"
-        requires-python = ">=3.9"
-
-        [tool.setuptools.packages.find]
-        where = ["src"]
-
-        [tool.pytest.ini_options]
-        testpaths = ["tests"]
-
-        [dependency-groups]
-        tests = ["pytest"]
-        """,
+    "pyproject.toml": pyproject_toml("skippy", "1.0.0"),
     "MANIFEST.in": "graft tests\nglobal-exclude __pycache__ *.py[cod]\n",
     "src/skippy/__init__.py": "def half(x):\n    return x / 2\n",
     "tests/test_half.py": """\
@@ -58,15 +39,9 @@ FILES = {
 }
 
 
-def relgate(root: Path, *argv: str):
-    return run(root, sys.executable, "-m", "relgate.cli", *argv)
-
-
 def test_init_writes_max_skipped_from_the_clean_run_and_more_skips_fail(tmp_path: Path) -> None:
     root = tmp_path / "skippy"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
+    write_files(root, FILES)
     git(root, "init", "-q", "-b", "main")
     done = relgate(root, "init", ".")
     assert done.returncode == 0, done.stdout + done.stderr
@@ -132,9 +107,7 @@ def test_a_reused_lanes_file_gets_max_skipped_beside_it_never_in_it(tmp_path: Pa
     from relgate.manifest.init import plan_init
 
     root = tmp_path / "skippy"
-    for rel, text in FILES.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(textwrap.dedent(text))
+    write_files(root, FILES)
     (root / "tests/test_more.py").write_text("def test_more():\n    pass\n")
     own = '[lanes]\n"test_half" = "gate"\n"test_more" = "gate"\n\n[target."test_more"]\ntimeout = 60\n'
     (root / "qual").mkdir()

@@ -44,6 +44,29 @@ def _modules() -> list[Path]:
     return sorted(p for p in ENGINE.rglob("*.py"))
 
 
+#: A module past this many lines holds more than one concern (a room that outgrows a screen or
+#: two splits by concern, as pypa/build keeps its files).
+MAX_LINES = 600
+
+
+def _long_modules(paths: list[Path], root: Path = REPO) -> list[str]:
+    """Each of ``paths`` over ``MAX_LINES`` lines, named with its count."""
+    counts = {path: len(path.read_text().splitlines()) for path in paths}
+    return [f"{path.relative_to(root)}: {n} lines" for path, n in counts.items() if n > MAX_LINES]
+
+
+def test_no_module_of_the_engine_is_over_600_lines():
+    assert _long_modules(_modules()) == []
+
+
+def test_the_size_check_names_a_long_module(tmp_path: Path):
+    (tmp_path / "long.py").write_text("x = 1\n" * (MAX_LINES + 1))
+    (tmp_path / "full.py").write_text("x = 1\n" * MAX_LINES)
+    (tmp_path / "short.py").write_text("x = 1\n")
+    paths = sorted(tmp_path.glob("*.py"))
+    assert _long_modules(paths, root=tmp_path) == [f"long.py: {MAX_LINES + 1} lines"]
+
+
 def test_every_stage_package_says_what_it_does():
     packages = [p for p in ENGINE.iterdir() if p.is_dir() and (p / "__init__.py").exists()]
     assert {p.name for p in packages} <= set(FLOORS)

@@ -11,18 +11,16 @@ from pathlib import Path
 
 import pytest
 from sshd_support import sshd_missing, start_sshd
+from steps_support import run_in_repo
 
-from conftest import git
 from relgate.core.errors import ManifestError
 from relgate.core.verdict import Verdict
-from relgate.ledger.gitfacts import read_git_facts
-from relgate.ledger.store import Ledger
 from relgate.manifest.schema import read_toml
 from relgate.manifest.specs import CommandSpec, parse_host
 from relgate.run.executor import LocalExecutor
 from relgate.run.hosts import Host, HostFacts
 from relgate.run.plan import PlannedStep
-from relgate.run.runner import HostPool, run_steps
+from relgate.run.runner import HostPool
 
 PROBES = '''
 [[probe]]
@@ -41,32 +39,9 @@ expect = "link 0: active"
 '''
 
 
-class _Quiet:
-    def step_started(self, step, host) -> None:  # type: ignore[no-untyped-def]
-        pass
-
-    def step_finished(self, outcome) -> None:  # type: ignore[no-untyped-def]
-        pass
-
-
 def _step(name: str, requires: tuple[str, ...], cwd: Path) -> PlannedStep:
     return PlannedStep(name=name, commands=(CommandSpec(shell=f"echo ran {name}"),), cwd=cwd, lane="gate",
                        target=name, requires=requires)
-
-
-def _run(tmp: Path, steps: list[PlannedStep], pool: HostPool):  # type: ignore[no-untyped-def]
-    repo = tmp / "repo"
-    repo.mkdir(exist_ok=True)
-    git(repo, "init", "-q", "-b", "main")
-    git(repo, "commit", "-q", "--allow-empty", "-m", "one")
-    facts = read_git_facts(repo)
-    with Ledger.open(tmp / "home") as ledger:
-        run_id = ledger.begin_run(session="gate", argv=[], project="t", project_root=tmp, commit=facts.commit,
-                                  branch="main", dirty=False)
-        summary = run_steps(steps, session="gate", run_id=run_id, facts=facts, pool=pool, ledger=ledger,
-                            reporter=_Quiet())
-        rows = {r.step: r for r in ledger.steps(run_id=run_id)}
-    return summary, rows
 
 
 def _check(summary, rows, count: Path, host: str) -> None:  # type: ignore[no-untyped-def]
@@ -98,7 +73,7 @@ def test_a_failed_probe_keeps_its_capability_off_and_a_passing_one_is_recorded(t
     steps = [_step("plain", ("sh",), tmp_path), _step("needs-rdma", ("rdma",), tmp_path),
              _step("needs-ib", ("ib",), tmp_path), _step("needs-nvlink", ("nvlink",), tmp_path),
              _step("needs-ib-again", ("ib",), tmp_path)]
-    summary, rows = _run(tmp_path, steps, pool)
+    summary, rows = run_in_repo(tmp_path, steps, pool, session="gate")
     _check(summary, rows, count, "box")
     assert "probes" not in rows["plain"].facts  # it ran before any step required a probed capability
 
@@ -119,7 +94,7 @@ def test_probes_run_on_the_ssh_host_itself(tmp_path: Path) -> None:
         steps = [_step("plain", ("sh",), tmp_path), _step("needs-rdma", ("rdma",), tmp_path),
                  _step("needs-ib", ("ib",), tmp_path), _step("needs-nvlink", ("nvlink",), tmp_path),
                  _step("needs-ib-again", ("ib",), tmp_path)]
-        summary, rows = _run(tmp_path, steps, pool)
+        summary, rows = run_in_repo(tmp_path, steps, pool, session="gate")
         _check(summary, rows, count, "gpu1")
         executor.close()
     finally:
@@ -149,7 +124,8 @@ def test_a_secret_a_probe_prints_never_reaches_the_ledger(tmp_path: Path, monkey
                     'run = "echo state: PORT_ACTIVE token=$FABRIC_API_TOKEN"\nexpect = "PORT_ACTIVE"\n')
     spec = parse_host(read_toml(path), path=path)
     host = Host(spec=spec, facts=HostFacts(capabilities=frozenset(spec.capabilities)))
-    summary, rows = _run(tmp_path, [_step("needs-ib", ("ib",), tmp_path)], HostPool([host], {"box": LocalExecutor(host)}))
+    summary, rows = run_in_repo(tmp_path, [_step("needs-ib", ("ib",), tmp_path)],
+                                HostPool([host], {"box": LocalExecutor(host)}), session="gate")
     output = rows["needs-ib"].facts["probes"]["ib"]["output"]
     assert summary.outcomes[0].verdict is Verdict.PASS and "PORT_ACTIVE" in output
     assert "s3cr3t-value-42" not in output

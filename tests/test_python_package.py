@@ -13,10 +13,11 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-import textwrap
 from pathlib import Path
 
 import pytest
+from python_package_support import Ledger, change, commit, env_of, nox, pyproject_toml, relgate, run, write_files
+
 from conftest import REPO, git
 
 FILE_SECONDS = 150
@@ -49,28 +50,9 @@ FILES = {
         # optional: a compiler error is a warning and a pure-Python fallback, as in real packages
         setup(ext_modules=[Extension("speedy._speedups", ["src/speedy/_speedups.c"], optional=True)])
         """,
-    "pyproject.toml": """\
-        [build-system]
-        requires = ["setuptools>=68"]
-        build-backend = "setuptools.build_meta"
-
-        [project]
-        name = "speedy"
-        version = "2.0.0"
-        description = "doubles numbers, in C when it can"
-        readme = "README.md"
-        requires-python = ">=3.9"
-
-        [tool.setuptools.packages.find]
-        where = ["src"]
-
-        [tool.pytest.ini_options]
-        testpaths = ["tests"]
-
-        [dependency-groups]
-        tests = ["pytest"]
-        dev = [{include-group = "tests"}]
-        """,
+    "pyproject.toml": pyproject_toml(
+        "speedy", "2.0.0", project='description = "doubles numbers, in C when it can"\nreadme = "README.md"\n',
+        groups='dev = [{include-group = "tests"}]\n'),
     "README.md": "# speedy\n",
     "CHANGES.rst": "Changes\n=======\n\nVersion 2.0.0\n-------------\n\n- First release.\n",
     "MANIFEST.in": "graft tests\nglobal-exclude __pycache__ *.py[cod]\n",
@@ -107,50 +89,15 @@ FILES = {
 def speedy(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The package at its 2.0.0 release (tagged), with the manifests `relgate init` wrote."""
     root = tmp_path_factory.mktemp("pkg") / "speedy"
-    for rel, text in FILES.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(textwrap.dedent(text))
+    write_files(root, FILES)
     (root / "src/speedy/_speedups.c").write_text(SPEEDUPS_C)
     git(root, "init", "-q", "-b", "main")
-    done = run(root, sys.executable, "-m", "relgate.cli", "init", ".")
+    done = relgate(root, "init", ".")
     assert done.returncode == 0, done.stdout + done.stderr
     git(root, "add", "-A")
     git(root, "commit", "-qm", "speedy 2.0.0")
     git(root, "tag", "v2.0.0")
     return root
-
-
-def env_of(root: Path, **more: str) -> dict[str, str]:
-    """The caller's environment without relgate's own folders: the project's noxfile sets them."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RELGATE_")}
-    return {**env, "NO_COLOR": "1", "RELGATE_CACHE": os.environ.get("RELGATE_CACHE", ""), **more}
-
-
-def run(root: Path, *argv: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(argv, cwd=root, env=env or env_of(root), capture_output=True, text=True, timeout=900)
-
-
-def nox(root: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """The project's own noxfile (the one init wrote)."""
-    return run(root, sys.executable, "-m", "nox", "-f", str(root / "noxfile.py"), *args, env=env)
-
-
-class Ledger:
-    def __init__(self, root: Path) -> None:
-        from conftest import Project
-
-        self.project = Project(root=root, manifests=root / "manifests", hosts=root / "hosts", home=root / ".relgate")
-
-    def rows(self, session: str) -> dict[str, dict]:
-        return self.project.ledger_rows(session)
-
-
-def change(root: Path, rel: str, old: str, new: str) -> None:
-    path = root / rel
-    text = path.read_text()
-    assert old in text, (rel, old)
-    path.write_text(text.replace(old, new, 1))
 
 
 @pytest.fixture
@@ -160,11 +107,6 @@ def work(speedy: Path, tmp_path: Path) -> Path:
     git(tmp_path, "clone", "-q", str(speedy), str(root))
     git(root, "fetch", "-q", "--tags")
     return root
-
-
-def commit(root: Path, message: str) -> None:
-    git(root, "add", "-A")
-    git(root, "commit", "-qm", message)
 
 
 def test_init_reads_the_extension_without_running_setup_py(speedy: Path) -> None:
@@ -281,17 +223,17 @@ def test_a_wheel_missing_a_declared_file_fails(work: Path) -> None:
 def test_a_new_test_file_without_a_lane_is_named_by_the_census(work: Path) -> None:
     (work / "tests/test_more.py").write_text("def test_more():\n    assert True\n")
     commit(work, "a new test file")
-    done = run(work, sys.executable, "-m", "relgate.cli", "census")
+    done = relgate(work, "census")
     assert done.returncode == 1
     assert "tests/test_more.py" in done.stdout and "undeclared-test" in done.stdout
-    drift = run(work, sys.executable, "-m", "relgate.cli", "init", "--check", ".")
+    drift = relgate(work, "init", "--check", ".")
     assert drift.returncode == 1 and "tests/test_more.py" in drift.stdout
 
 
 def test_init_check_names_an_extension_the_manifest_does_not_check(work: Path) -> None:
-    assert run(work, sys.executable, "-m", "relgate.cli", "init", "--check", ".").returncode == 0
+    assert relgate(work, "init", "--check", ".").returncode == 0
     change(work, "setup.py", 'optional=True)]', 'optional=True), Extension("speedy._more", ["src/speedy/_more.c"])]')
-    drift = run(work, sys.executable, "-m", "relgate.cli", "init", "--check", ".")
+    drift = relgate(work, "init", "--check", ".")
     assert drift.returncode == 1
     assert "new extension speedy._more (setup.py): not in" in drift.stdout and "package.extensions" in drift.stdout
 

@@ -20,9 +20,10 @@ import pytest
 from speed_sim import normals, sigma, simulate_boards, spec
 
 from relgate.measure.bound import SUITE_SHARE, Bound, board_bounds
-from relgate.measure.compare import BLOCK, PASS, RERUN, SLOWER, UNDECIDED, judge
+from relgate.measure.judge import judge
 from relgate.measure.power import decision_power, runs_needed
 from relgate.measure.stats import critical, decide
+from relgate.measure.verdicts import BLOCK, PASS, RERUN, SLOWER, UNDECIDED
 
 FILE_SECONDS = 17  # a scheduling hint (tests/conftest.py)
 ROWS, BOARDS = 64, 400

@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from test_signoff import BASELINE, BOARD, CHECKLIST, SPEED, _add, _csv, _ok, _signoff, _status
 
 from conftest import Project, ledger_of
-from test_signoff import BASELINE, BOARD, CHECKLIST, SPEED, _add, _csv, _ok, _signoff, _status
 
 MEASURE_ITEM = """
 [[item]]
@@ -87,10 +87,13 @@ def test_nothing_recorded_for_a_refused_file(project: Project, tmp_path: Path) -
 
 def test_a_previous_value_of_zero_already_in_the_ledger_is_no_pass(project: Project, tmp_path: Path) -> None:
     """A row of 0 recorded by an older relgate: the compare says so, and nothing passes on it."""
-    from relgate.measure.compare import PASS, compare_board, samples
-    from relgate.ledger.store import Ledger
     import tomllib
+
+    from relgate.ledger.store import Ledger
     from relgate.manifest.measures import parse_measurements
+    from relgate.measure.compare import compare_board
+    from relgate.measure.samples import samples
+    from relgate.measure.verdicts import PASS
 
     spec = parse_measurements(tomllib.loads(SPEED.format()), path=tmp_path / "m.toml").measures["speed"]
     home = tmp_path / "h"

@@ -78,7 +78,7 @@ class MeasureSpec(_Source):
     rerun_above: float
     block_above: float
     args: tuple[str, ...] = ()
-    confidence: float = 0.95  # of the ratio's interval (relgate.measure.compare)
+    confidence: float = 0.95  # of the ratio's interval (relgate.measure.judge)
     max_batches: int = 4  # batches pooled before a row that still straddles is undecided
     false_alarm: float = 0.01  # per board: identical code gets any slower/block at most this often
     power: float = 0.95  # the runs a decision needs are stated at this power

@@ -15,11 +15,12 @@ from collections.abc import Sequence
 from relgate.core.record import record
 from relgate.manifest.measures import MeasureSpec
 from relgate.measure.bound import Bound, board_bounds
-from relgate.measure.compare import UNDECIDED, BoardComparison, MetricResult, NoiseFloor
 from relgate.measure.power import HL_FACTOR, runs_needed, sigma_of_half_width, smallest_change, z_of
+from relgate.measure.results import BoardComparison, MetricResult, NoiseFloor
+from relgate.measure.verdicts import UNDECIDED
 
-__all__ = ["Need", "Needs", "needs_of", "floor_needs", "undecided_rows", "row_sigma_of", "MARGIN", "duration", "need_lines",
-           "undecided_line"]
+__all__ = ["Need", "Needs", "needs_of", "floor_needs", "undecided_rows", "row_sigma_of", "MARGIN", "duration",
+           "need_lines", "undecided_line"]
 
 MARGIN = 1.2  # the change stated: a fifth beyond the threshold (5 % → 6 %, 10 % → 12 %)
 

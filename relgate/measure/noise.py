@@ -24,10 +24,14 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BatchRow, Ledger
 from relgate.manifest.measures import MeasureSpec
 from relgate.manifest.workspace import Workspace
-from relgate.measure.compare import BLOCK, RERUN, SLOWER, BoardComparison, judge_board, noise_of, samples, wrong_way
+from relgate.measure.board import judge_board
+from relgate.measure.judge import wrong_way
+from relgate.measure.results import BoardComparison, noise_of
+from relgate.measure.samples import samples
 from relgate.measure.specs import spec_of
 from relgate.measure.stats import shift_interval
 from relgate.measure.tables import board_lines
+from relgate.measure.verdicts import BLOCK, RERUN, SLOWER
 
 __all__ = ["aa_pairs", "aa_compare", "run_aa", "measure_noise"]
 

@@ -8,7 +8,7 @@ import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from relgate.measure.compare import Comparison
+from relgate.measure.results import Comparison
 
 __all__ = ["available", "render_plots"]
 

@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from relgate.core.record import record
 from relgate.ledger.store import BatchRow, Ledger
 from relgate.manifest.measures import Band, QualitySpec
-from relgate.measure.compare import medians
+from relgate.measure.samples import medians
 
 __all__ = ["BandResult", "BoardQuality", "QualityReport", "check_quality"]
 

@@ -17,10 +17,12 @@ from relgate.ledger.store import Ledger
 from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.manifest.workspace import Workspace
 from relgate.measure.candidate import candidate_of
-from relgate.measure.compare import BLOCK, Comparison, compare, exit_code
+from relgate.measure.compare import compare
 from relgate.measure.quality import QualityReport, check_quality
+from relgate.measure.results import Comparison, exit_code
 from relgate.measure.specs import spec_of
 from relgate.measure.tables import board_lines
+from relgate.measure.verdicts import BLOCK
 
 __all__ = ["compare_recorded", "recorded_comparisons", "run_compare", "print_comparison", "print_quality"]
 

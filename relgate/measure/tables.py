@@ -6,10 +6,11 @@ from __future__ import annotations
 from relgate.core.text import inert
 from relgate.manifest.measures import MeasureSpec
 from relgate.measure.bound import Bound, board_bounds, percent
-from relgate.measure.compare import PASS, RERUN, UNDECIDED, BoardComparison, NoiseFloor
 from relgate.measure.needs import need_lines, needs_of, undecided_line, undecided_rows
 from relgate.measure.power import runs_needed, sigma_of_half_width
+from relgate.measure.results import BoardComparison, NoiseFloor
 from relgate.measure.specs import row_label
+from relgate.measure.verdicts import PASS, RERUN, UNDECIDED
 from relgate.run.console import render_table
 
 __all__ = ["board_lines", "noise_lines", "bound_line", "next_lines"]

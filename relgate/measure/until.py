@@ -19,10 +19,11 @@ from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.manifest.measures import MeasureSpec
 from relgate.manifest.workspace import Workspace
-from relgate.measure.compare import EXIT_RERUN, EXIT_UNDECIDED, RERUN, UNDECIDED
 from relgate.measure.needs import duration, floor_needs, need_lines
+from relgate.measure.results import EXIT_RERUN, EXIT_UNDECIDED
 from relgate.measure.specs import spec_of
 from relgate.measure.stage import compare_recorded, recorded_comparisons
+from relgate.measure.verdicts import RERUN, UNDECIDED
 
 __all__ = ["Budget", "run_until_decided"]
 

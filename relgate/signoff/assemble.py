@@ -11,8 +11,9 @@ from relgate.ledger.store import Ledger, StepRow
 from relgate.manifest.checklist import ChecklistSpec
 from relgate.manifest.workspace import Workspace
 from relgate.measure.candidate import Candidate, candidate_of
-from relgate.measure.compare import Comparison, compare
+from relgate.measure.compare import compare
 from relgate.measure.quality import QualityReport, check_quality
+from relgate.measure.results import Comparison
 from relgate.signoff.checklist import Facts, ItemResult, evaluate
 
 __all__ = ["Signoff", "assemble"]

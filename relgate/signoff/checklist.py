@@ -17,8 +17,9 @@ from relgate.evidence.baselines import board_key
 from relgate.ledger.store import DecisionRow, EvidenceRow, StepRow
 from relgate.manifest.checklist import ChecklistItem, ChecklistSpec
 from relgate.measure.candidate import Candidate
-from relgate.measure.compare import BLOCK, PASS, SLOWER, Comparison
 from relgate.measure.quality import QualityReport
+from relgate.measure.results import Comparison
+from relgate.measure.verdicts import BLOCK, PASS, SLOWER
 
 __all__ = ["STATUSES", "DONE", "ItemResult", "Facts", "evaluate_item", "evaluate", "describe"]
 

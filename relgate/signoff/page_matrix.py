@@ -13,7 +13,7 @@ from relgate.core.record import record
 from relgate.core.verdict import Verdict
 from relgate.evidence.baselines import board_key
 from relgate.ledger.store import StepRow
-from relgate.measure.compare import BLOCK, RERUN, UNDECIDED
+from relgate.measure.verdicts import BLOCK, RERUN, UNDECIDED
 from relgate.signoff.assemble import Signoff
 from relgate.signoff.checklist import ItemResult
 

@@ -13,10 +13,11 @@ from collections.abc import Mapping, Sequence
 
 from relgate.core.record import record
 from relgate.manifest.measures import MeasureSpec
-from relgate.measure.compare import PASS, RERUN, UNDECIDED, BoardComparison, Comparison, MetricResult
 from relgate.measure.quality import QualityReport
+from relgate.measure.results import BoardComparison, Comparison, MetricResult
 from relgate.measure.specs import row_label
 from relgate.measure.stats import critical, runs_to_resolve
+from relgate.measure.verdicts import PASS, RERUN, UNDECIDED
 from relgate.signoff.page_matrix import measure_anchor, quality_anchor
 
 __all__ = ["BAR_WIDTH", "PASSING_SHOWN", "Bar", "RowView", "BoardView", "QualityView", "measure_views",

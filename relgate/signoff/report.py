@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from relgate.core.text import code, inert, md
-from relgate.measure.compare import BoardComparison, Comparison, MetricResult
 from relgate.measure.quality import BoardQuality, QualityReport
+from relgate.measure.results import BoardComparison, Comparison, MetricResult
 from relgate.measure.specs import row_label
 from relgate.signoff.assemble import Signoff
 from relgate.signoff.checklist import describe
@@ -280,8 +280,8 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
     """The section for the version's release notes."""
     out = [f"### {SECTION_TITLE}", ""]
     out.append(f"{md(s.named)} was signed off at commit `{s.candidate.commit[:12]}` on "
-               f"{', '.join(s.checklist.release.all_boards)}" + ("" if s.complete else " — the sign-off is **incomplete**")
-               + ".")
+               f"{', '.join(s.checklist.release.all_boards)}"
+               + ("" if s.complete else " — the sign-off is **incomplete**") + ".")
     out.append("")
     tables: list[tuple[str, BoardComparison]] = []
     for name, comp in sorted(s.comparisons.items()):
@@ -300,8 +300,8 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
                        f"false-alarm bound of {b.bound.false_alarm if b.bound else 0:g} per board, "
                        f"{len(b.candidates)} candidate batch{'es' if len(b.candidates) != 1 else ''} pooled: "
                        f"{b.verdict}{detail}; "
-                       + "".join(f"suite {r.metric} (geometric mean of {b.suite_rows} rows) {r.ratio:.3f}× {r.verdict}; "
-                                 for r in b.suite)
+                       + "".join(f"suite {r.metric} (geometric mean of {b.suite_rows} rows) {r.ratio:.3f}× "
+                                 f"{r.verdict}; " for r in b.suite)
                        + f"{b.summary()}; {_noise_text(b)}.")
             tables.append((name, b))
     for name, rep in sorted(s.quality.items()):
@@ -320,7 +320,8 @@ def render_changelog_section(s: Signoff, keys: Mapping[str, Sequence[str]]) -> s
     passed = [md(r.item.title) for r in s.items if r.status == "passed"]
     if passed:
         out.append(f"- Passed: {'; '.join(passed)}.")
-    attested = [f"{md(r.item.title)} ({md(r.decision.by or '')})" for r in s.items if r.status == "attested" and r.decision]
+    attested = [f"{md(r.item.title)} ({md(r.decision.by or '')})" for r in s.items
+                if r.status == "attested" and r.decision]
     if attested:
         out.append(f"- Attested: {'; '.join(attested)}.")
     for r in s.items:
