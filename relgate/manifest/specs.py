@@ -338,8 +338,7 @@ def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_defa
     )
 
 
-#: words of a command string that only a shell understands (such a string needs shell = true)
-SHELL_OPERATORS = frozenset(("&&", "||", ";", "|", ">", "<"))
+SHELL_OPERATORS = frozenset(("&&", "||", ";", "|", ">", "<"))  # words only a shell reads: shell = true
 
 
 def _command(c: Checker, table: Mapping[str, Any], prefix: str, key: str, shell: bool) -> CommandSpec | None:
