@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -336,10 +337,22 @@ def _kind_switches(source: str, name: str = "<source>") -> list[str]:
         elif isinstance(node, ast.Dict) and len(node.keys) > 1 and \
                 all(k is not None and names(k) for k in node.keys):
             found.append(f"{name}:{node.lineno}: a dict keyed by kind names")
+        elif isinstance(node, ast.Dict) and len(node.keys) > 1 and all(
+                isinstance(k, ast.Attribute) and k.attr == "name" and isinstance(k.value, ast.Name)
+                and k.value.id.isupper() for k in node.keys):
+            found.append(f"{name}:{node.lineno}: a dict keyed by kind adapters' names")
         elif isinstance(node, (ast.Tuple, ast.Set)) and len(node.elts) > 1 and names(node) and \
                 len(names(node) or ()) > 1:
             found.append(f"{name}:{node.lineno}: {ast.unparse(node)}")
     return found
+
+
+#: The switches left, each named: the init readers and the init --check drift of the three kinds
+#: written before ProjectKind.discover (they read with the manifest floor's cargo, make and
+#: pyproject readers). A kind that answers discover() — cmake — goes through neither. The list
+#: only shrinks: a new switch anywhere fails this test.
+OLDER_KINDS_TABLES = ["relgate/manifest/drift.py: a dict keyed by kind adapters' names",
+                      "relgate/manifest/init.py: a dict keyed by kind adapters' names"]
 
 
 def test_no_kind_switch_outside_the_kind_adapters():
@@ -350,7 +363,7 @@ def test_no_kind_switch_outside_the_kind_adapters():
         if path.relative_to(ENGINE).parts[0] == "kinds":
             continue
         found += _kind_switches(path.read_text(), str(path.relative_to(REPO)))
-    assert found == []
+    assert sorted(re.sub(r":\d+:", ":", f) for f in found) == OLDER_KINDS_TABLES
 
 
 def test_the_kind_switch_check_finds_a_switch():
@@ -359,6 +372,8 @@ def test_the_kind_switch_check_finds_a_switch():
               'FILES = {"cargo": 1, "python": 2}\n'
               'ok = kind in ("make", "python")\n'
               'TOOLS = ("cc", "make", "cargo")\n'
-              'argv = ("make", "test")\n')
-    assert [line.split(": ", 1)[0] for line in _kind_switches(source, "x.py")] == [
-        "x.py:1", "x.py:3", "x.py:4", "x.py:5", "x.py:5"]
+              'argv = ("make", "test")\n'
+              'FLOWS = {CARGO.name: 1, MAKE.name: 2}\n'
+              'ONE = {"x": 1, "y": 2}\n')
+    assert sorted(line.split(": ", 1)[0] for line in _kind_switches(source, "x.py")) == [
+        "x.py:1", "x.py:3", "x.py:4", "x.py:5", "x.py:5", "x.py:8"]
