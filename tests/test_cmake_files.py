@@ -394,3 +394,23 @@ def test_ctest_json_is_read_and_a_wrong_version_refused():
     bad = {**doc, "tests": [{"name": "a", "properties": [{"name": "LABELS", "value": "gate"}]}]}
     with pytest.raises(InputError, match=r"^ctest: tests\[0\].properties\[0\].value: must be a list of strings"):
         parse_ctest_json(json.dumps(bad), "ctest")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("foreach(a RANGE 199)\n  foreach(b RANGE 199)\n    foreach(c RANGE 199)\n      set(x y)\n"
+     "    endforeach()\n  endforeach()\nendforeach()\n",
+     r"^CMakeLists.txt:\d+: more than 2000000 commands to evaluate: refused$"),
+    ("set(X " + "${" * 3000 + "A" + "}" * 3000 + ")\n", r"^CMakeLists.txt: nested too deeply to read"),
+    ("if(A)\n" * 3000 + "endif()\n" * 3000, r"^CMakeLists.txt: nested too deeply to read"),
+], ids=["8M-loop-steps", "3000-nested-references", "3000-nested-ifs"])
+def test_a_tree_that_would_take_for_ever_or_blow_the_stack_is_refused(tmp_path, text, message):
+    _tree(tmp_path, {"CMakeLists.txt": text})
+    with pytest.raises(InputError, match=message):
+        read_cmakelists(tmp_path)
+
+
+def test_a_value_that_doubles_in_a_loop_stops_at_the_bound(tmp_path):
+    _tree(tmp_path, {"CMakeLists.txt": "set(X ab)\nforeach(i RANGE 60)\n  set(X ${X}${X})\nendforeach()\n"
+                                       "add_test(NAME t_${X} COMMAND x)\n"})
+    read = read_cmakelists(tmp_path)
+    assert read.tests == () and "the test name is not known" in read.unread[0]

@@ -31,6 +31,9 @@ MAX_FILES = 5000
 MAX_FILE_BYTES = 8 << 20
 MAX_DEPTH = 64
 MAX_ITEMS = 10000
+#: the most commands one read evaluates (loops and calls counted each time): a tree that needs
+#: more is refused rather than read for ever
+MAX_STEPS = 2_000_000
 
 _DISCOVERED = {"gtest_discover_tests", "gtest_add_tests", "catch_discover_tests", "doctest_discover_tests",
                "discover_tests", "pytest_discover_tests"}
@@ -100,6 +103,7 @@ class _Reader:
         self.languages: list[str] = []
         self.cuda = "none"
         self.depth = 0
+        self.steps = 0
 
     # -- files ---------------------------------------------------------------------------
     def rel(self, path: Path) -> str:
@@ -133,6 +137,9 @@ class _Reader:
         i = 0
         while i < len(cmds):
             cmd = cmds[i]
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                raise InputError(f"{file}:{cmd.line}: more than {MAX_STEPS} commands to evaluate: refused")
             if cmd.name in _BLOCKS:
                 end, branches = self.block(cmds, i, file)
                 self.run_block(cmd, branches, scope, d, file, conds)
@@ -491,7 +498,10 @@ def read_cmakelists(root: Path) -> CMakeRead:
     variables = {"CMAKE_SOURCE_DIR": src, "CMAKE_CURRENT_SOURCE_DIR": src, "CMAKE_CURRENT_LIST_DIR": src,
                  "CMAKE_CURRENT_LIST_FILE": str(top), "PROJECT_SOURCE_DIR": src, "CMAKE_MODULE_PATH": ""}
     d = _Dir(root)
-    reader.run_file(top, Scope(variables, None, 0), d, ())
+    try:
+        reader.run_file(top, Scope(variables, None, 0), d, ())
+    except RecursionError:
+        raise InputError(f"{top.name}: nested too deeply to read (references, blocks or calls): refused") from None
     return CMakeRead(project=reader.project, version=reader.version, languages=tuple(reader.languages),
                      cuda=reader.cuda, tests=tuple(reader.tests(d)), unread=tuple(dict.fromkeys(reader.unread)),
                      files=tuple(reader.files))

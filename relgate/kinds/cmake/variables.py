@@ -9,7 +9,15 @@ from __future__ import annotations
 from relgate.kinds.cmake.syntax import UNKNOWN as _UNKNOWN
 from relgate.kinds.cmake.syntax import Command, arguments, expand, split_list
 
-__all__ = ["Scope", "merge_branches", "set_variables"]
+__all__ = ["MAX_VALUE", "Scope", "merge_branches", "set_variables"]
+
+#: the longest value a variable keeps (a longer one is unknown: `set(X ${X}${X})` in a loop
+#: must not fill the memory)
+MAX_VALUE = 1 << 20
+
+
+def _bounded(value: str) -> str:
+    return value if len(value) <= MAX_VALUE else _UNKNOWN
 
 
 class Scope:
@@ -61,7 +69,7 @@ def _set(cmd: Command, scope: Scope) -> None:
         if len(args) >= 2 and args[0] == "APPEND":
             old = scope.vars.get(args[1], "")
             value = _UNKNOWN if missing or old == _UNKNOWN else ";".join([*split_list(old), *args[2:]])
-            scope.vars[args[1]] = value
+            scope.vars[args[1]] = _bounded(value)
         else:
             for word in args[1:2] + args[-1:]:
                 scope.vars[word] = _UNKNOWN
@@ -85,7 +93,7 @@ def _set(cmd: Command, scope: Scope) -> None:
         if var in scope.vars:  # a cache entry never overrides a normal variable
             return
     value = _UNKNOWN if missing else ";".join(values)
-    target.vars[var] = value
+    target.vars[var] = _bounded(value)
 
 def _string(cmd: Command, scope: Scope) -> bool:
     """string(TOUPPER|TOLOWER|STRIP|APPEND|PREPEND|CONCAT|REPLACE …); False for the other forms."""
@@ -103,7 +111,7 @@ def _string(cmd: Command, scope: Scope) -> bool:
         out, value = args[3], "".join(args[4:]).replace(args[1], args[2])
     else:
         return False
-    scope.vars[out] = _UNKNOWN if missing else value
+    scope.vars[out] = _UNKNOWN if missing else _bounded(value)
     return True
 
 def _parse_arguments(cmd: Command, scope: Scope) -> None:
