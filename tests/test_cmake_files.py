@@ -414,3 +414,34 @@ def test_a_value_that_doubles_in_a_loop_stops_at_the_bound(tmp_path):
                                        "add_test(NAME t_${X} COMMAND x)\n"})
     read = read_cmakelists(tmp_path)
     assert read.tests == () and "the test name is not known" in read.unread[0]
+
+
+def test_file_glob_and_name_functions_give_test_names_as_cmake_does(tmp_path):
+    _tree(tmp_path, {"CMakeLists.txt": """\
+cmake_minimum_required(VERSION 3.20)
+project(globs NONE)
+enable_testing()
+file(GLOB files src/unit-*.cpp)
+foreach(file ${files})
+  get_filename_component(base ${file} NAME_WE)
+  string(REGEX REPLACE "unit-([^$]+)" "test-\\\\1" name ${base})
+  add_test(NAME ${name} COMMAND ${name})
+endforeach()
+file(GLOB_RECURSE deep RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} nested/*.sh)
+foreach(script IN LISTS deep)
+  add_test(NAME ${script} COMMAND sh ${script})
+endforeach()
+file(GLOB escaped ../*)
+add_test(NAME "e_${escaped}" COMMAND x)
+""", "src/unit-alpha.cpp": "", "src/unit-beta.cpp": "", "src/other.cpp": "", "nested/a/b/run.sh": "",
+        "nested/top.sh": ""})
+    (tmp_path / "src" / "unit-link.cpp").symlink_to(tmp_path / "src" / "other.cpp")
+    (tmp_path / "nested" / "away").symlink_to(tmp_path.parent)  # a symlinked directory is not entered
+    read = read_cmakelists(tmp_path)
+    assert [t.name for t in read.tests] == ["test-alpha", "test-beta", "test-link", "nested/a/b/run.sh",
+                                            "nested/top.sh"]
+    assert read.unread == ("CMakeLists.txt:15: add_test(NAME e_${escaped} COMMAND …): the test name is not known "
+                           "without configuring",)
+    _configure(tmp_path, tmp_path / "build")  # what real cmake registers: the same, and the one it could not know
+    real = [t.name for t in parse_ctest_json(_ctest(tmp_path / "build"), "ctest")]
+    assert real[:-1] == [t.name for t in read.tests] and real[-1].startswith("e_")
