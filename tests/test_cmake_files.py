@@ -445,3 +445,23 @@ add_test(NAME "e_${escaped}" COMMAND x)
     _configure(tmp_path, tmp_path / "build")  # what real cmake registers: the same, and the one it could not know
     real = [t.name for t in parse_ctest_json(_ctest(tmp_path / "build"), "ctest")]
     assert real[:-1] == [t.name for t in read.tests] and real[-1].startswith("e_")
+
+
+def test_presets_included_files_are_read_and_cycles_refused(tmp_path):
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "CMakePresets.json").write_text(json.dumps({
+        "version": 6, "include": ["presets/base.json"],
+        "configurePresets": [{"name": "release", "inherits": "base",
+                              "cacheVariables": {"CMAKE_BUILD_TYPE": "Release"}}],
+        "buildPresets": [{"name": "release", "configurePreset": "release"}]}))
+    (tmp_path / "presets" / "base.json").write_text(json.dumps({
+        "version": 6, "configurePresets": [{"name": "base", "hidden": True, "binaryDir": "${sourceDir}/out"}]}))
+    presets = read_presets(tmp_path)
+    assert [c.name for c in presets.configure] == ["release", "base"]
+    assert [(b.name, b.binary_dir) for b in release_builds(presets)] == [("release", "out")]
+    (tmp_path / "presets" / "base.json").write_text(json.dumps({"version": 6, "include": ["../CMakePresets.json"]}))
+    with pytest.raises(InputError, match=r"^presets/base.json: include\[0\]: ../CMakePresets.json includes itself"):
+        read_presets(tmp_path)
+    (tmp_path / "presets" / "base.json").write_text(json.dumps({"version": 6, "include": ["../../elsewhere.json"]}))
+    with pytest.raises(InputError, match=r"^presets/base.json: include\[0\]: ../../elsewhere.json is outside"):
+        read_presets(tmp_path)
