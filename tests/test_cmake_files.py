@@ -394,3 +394,74 @@ def test_ctest_json_is_read_and_a_wrong_version_refused():
     bad = {**doc, "tests": [{"name": "a", "properties": [{"name": "LABELS", "value": "gate"}]}]}
     with pytest.raises(InputError, match=r"^ctest: tests\[0\].properties\[0\].value: must be a list of strings"):
         parse_ctest_json(json.dumps(bad), "ctest")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("foreach(a RANGE 199)\n  foreach(b RANGE 199)\n    foreach(c RANGE 199)\n      set(x y)\n"
+     "    endforeach()\n  endforeach()\nendforeach()\n",
+     r"^CMakeLists.txt:\d+: more than 2000000 commands to evaluate: refused$"),
+    ("set(X " + "${" * 3000 + "A" + "}" * 3000 + ")\n", r"^CMakeLists.txt: nested too deeply to read"),
+    ("if(A)\n" * 3000 + "endif()\n" * 3000, r"^CMakeLists.txt: nested too deeply to read"),
+], ids=["8M-loop-steps", "3000-nested-references", "3000-nested-ifs"])
+def test_a_tree_that_would_take_for_ever_or_blow_the_stack_is_refused(tmp_path, text, message):
+    _tree(tmp_path, {"CMakeLists.txt": text})
+    with pytest.raises(InputError, match=message):
+        read_cmakelists(tmp_path)
+
+
+def test_a_value_that_doubles_in_a_loop_stops_at_the_bound(tmp_path):
+    _tree(tmp_path, {"CMakeLists.txt": "set(X ab)\nforeach(i RANGE 60)\n  set(X ${X}${X})\nendforeach()\n"
+                                       "add_test(NAME t_${X} COMMAND x)\n"})
+    read = read_cmakelists(tmp_path)
+    assert read.tests == () and "the test name is not known" in read.unread[0]
+
+
+def test_file_glob_and_name_functions_give_test_names_as_cmake_does(tmp_path):
+    _tree(tmp_path, {"CMakeLists.txt": """\
+cmake_minimum_required(VERSION 3.20)
+project(globs NONE)
+enable_testing()
+file(GLOB files src/unit-*.cpp)
+foreach(file ${files})
+  get_filename_component(base ${file} NAME_WE)
+  string(REGEX REPLACE "unit-([^$]+)" "test-\\\\1" name ${base})
+  add_test(NAME ${name} COMMAND ${name})
+endforeach()
+file(GLOB_RECURSE deep RELATIVE ${CMAKE_CURRENT_SOURCE_DIR} nested/*.sh)
+foreach(script IN LISTS deep)
+  add_test(NAME ${script} COMMAND sh ${script})
+endforeach()
+file(GLOB escaped ../*)
+add_test(NAME "e_${escaped}" COMMAND x)
+""", "src/unit-alpha.cpp": "", "src/unit-beta.cpp": "", "src/other.cpp": "", "nested/a/b/run.sh": "",
+        "nested/top.sh": ""})
+    (tmp_path / "src" / "unit-link.cpp").symlink_to(tmp_path / "src" / "other.cpp")
+    (tmp_path / "nested" / "away").symlink_to(tmp_path.parent)  # a symlinked directory is not entered
+    read = read_cmakelists(tmp_path)
+    assert [t.name for t in read.tests] == ["test-alpha", "test-beta", "test-link", "nested/a/b/run.sh",
+                                            "nested/top.sh"]
+    assert read.unread == ("CMakeLists.txt:15: add_test(NAME e_${escaped} COMMAND …): the test name is not known "
+                           "without configuring",)
+    _configure(tmp_path, tmp_path / "build")  # what real cmake registers: the same, and the one it could not know
+    real = [t.name for t in parse_ctest_json(_ctest(tmp_path / "build"), "ctest")]
+    assert real[:-1] == [t.name for t in read.tests] and real[-1].startswith("e_")
+
+
+def test_presets_included_files_are_read_and_cycles_refused(tmp_path):
+    (tmp_path / "presets").mkdir()
+    (tmp_path / "CMakePresets.json").write_text(json.dumps({
+        "version": 6, "include": ["presets/base.json"],
+        "configurePresets": [{"name": "release", "inherits": "base",
+                              "cacheVariables": {"CMAKE_BUILD_TYPE": "Release"}}],
+        "buildPresets": [{"name": "release", "configurePreset": "release"}]}))
+    (tmp_path / "presets" / "base.json").write_text(json.dumps({
+        "version": 6, "configurePresets": [{"name": "base", "hidden": True, "binaryDir": "${sourceDir}/out"}]}))
+    presets = read_presets(tmp_path)
+    assert [c.name for c in presets.configure] == ["release", "base"]
+    assert [(b.name, b.binary_dir) for b in release_builds(presets)] == [("release", "out")]
+    (tmp_path / "presets" / "base.json").write_text(json.dumps({"version": 6, "include": ["../CMakePresets.json"]}))
+    with pytest.raises(InputError, match=r"^presets/base.json: include\[0\]: ../CMakePresets.json includes itself"):
+        read_presets(tmp_path)
+    (tmp_path / "presets" / "base.json").write_text(json.dumps({"version": 6, "include": ["../../elsewhere.json"]}))
+    with pytest.raises(InputError, match=r"^presets/base.json: include\[0\]: ../../elsewhere.json is outside"):
+        read_presets(tmp_path)

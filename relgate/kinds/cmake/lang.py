@@ -31,6 +31,9 @@ MAX_FILES = 5000
 MAX_FILE_BYTES = 8 << 20
 MAX_DEPTH = 64
 MAX_ITEMS = 10000
+#: the most commands one read evaluates (loops and calls counted each time): a tree that needs
+#: more is refused rather than read for ever
+MAX_STEPS = 2_000_000
 
 _DISCOVERED = {"gtest_discover_tests", "gtest_add_tests", "catch_discover_tests", "doctest_discover_tests",
                "discover_tests", "pytest_discover_tests"}
@@ -42,6 +45,7 @@ _WRITERS = {"string", "math", "file", "get_filename_component", "cmake_path", "f
             "check_c_compiler_flag", "check_cxx_compiler_flag", "check_include_file", "check_symbol_exists",
             "check_c_source_compiles", "check_cxx_source_compiles", "check_function_exists", "site_name",
             "load_cache", "aux_source_directory", "define_property", "cmake_language"}
+_SETTERS = {"set", "option", "unset", "list", "string", "cmake_parse_arguments", "get_filename_component"}
 _ADD_TEST_KEYS = {"NAME", "COMMAND", "CONFIGURATIONS", "WORKING_DIRECTORY", "COMMAND_EXPAND_LISTS"}
 _PROJECT_KEYS = {"VERSION", "DESCRIPTION", "HOMEPAGE_URL", "LANGUAGES"}
 _BLOCKS = {"if": "endif", "foreach": "endforeach", "while": "endwhile", "function": "endfunction",
@@ -100,6 +104,7 @@ class _Reader:
         self.languages: list[str] = []
         self.cuda = "none"
         self.depth = 0
+        self.steps = 0
 
     # -- files ---------------------------------------------------------------------------
     def rel(self, path: Path) -> str:
@@ -133,6 +138,9 @@ class _Reader:
         i = 0
         while i < len(cmds):
             cmd = cmds[i]
+            self.steps += 1
+            if self.steps > MAX_STEPS:
+                raise InputError(f"{file}:{cmd.line}: more than {MAX_STEPS} commands to evaluate: refused")
             if cmd.name in _BLOCKS:
                 end, branches = self.block(cmds, i, file)
                 self.run_block(cmd, branches, scope, d, file, conds)
@@ -267,7 +275,9 @@ class _Reader:
         name, where = cmd.name, f"{file}:{cmd.line}"
         if name in self.functions:
             self.call(cmd, scope, d, file, conds)
-        elif name in ("set", "option", "unset", "list", "string", "cmake_parse_arguments") and set_variables(cmd, scope):
+        elif name in _SETTERS and set_variables(cmd, scope):
+            pass
+        elif name == "file" and self.glob(cmd, scope):
             pass
         elif name == "project":
             self.read_project(cmd, scope)
@@ -287,6 +297,36 @@ class _Reader:
             for arg in cmd.args:
                 if arg.kind == "unquoted" and arg.text.replace("_", "").isalnum():
                     scope.vars[arg.text] = _UNKNOWN
+
+    def glob(self, cmd: Command, scope: Scope) -> bool:
+        """file(GLOB|GLOB_RECURSE VAR [LIST_DIRECTORIES b] [RELATIVE dir] patterns…) over the tree
+        (no symlink followed, nothing outside the root); False for the other file() forms."""
+        missing: list[str] = []
+        args = self.args(cmd, scope, missing)
+        if len(args) < 3 or args[0] not in ("GLOB", "GLOB_RECURSE"):
+            return False
+        recurse, out, words = args[0] == "GLOB_RECURSE", args[1], args[2:]
+        listdirs, relative, patterns = not recurse, None, []
+        while words:
+            word = words.pop(0)
+            if word in ("LIST_DIRECTORIES", "RELATIVE") and words:
+                value = words.pop(0)
+                listdirs, relative = ((value.upper() in ("TRUE", "ON", "1", "YES"), relative) if word != "RELATIVE"
+                                      else (listdirs, value))
+            elif word not in ("CONFIGURE_DEPENDS", "FOLLOW_SYMLINKS"):
+                patterns.append(word)
+        here = Path(scope.vars["CMAKE_CURRENT_SOURCE_DIR"])
+        found: list[str] = []
+        for pattern in patterns:
+            full = Path(os.path.normpath(here / pattern))
+            if missing or not full.is_relative_to(self.root) or (recurse and any(c in str(full.parent) for c in "*?[")):
+                scope.vars[out] = _UNKNOWN
+                return True
+            found += _glob(full, recurse, listdirs)
+        if relative is not None:
+            found = [os.path.relpath(f, relative) for f in found]
+        scope.vars[out] = ";".join(sorted(set(found))) if len(found) <= MAX_ITEMS else _UNKNOWN
+        return True
 
     def read_project(self, cmd: Command, scope: Scope) -> None:
         args = self.args(cmd, scope)
@@ -479,6 +519,29 @@ class _Reader:
         return out
 
 
+def _glob(pattern: Path, recurse: bool, listdirs: bool) -> list[str]:
+    """The paths ``pattern`` matches, as CMake's file(GLOB) / file(GLOB_RECURSE) find them."""
+    from fnmatch import fnmatchcase
+
+    parts = pattern.parts
+    if recurse:
+        found = []
+        for top, dirs, files in os.walk(pattern.parent):  # symlinked directories are not entered
+            names = files + dirs if listdirs else files + [d for d in dirs if os.path.islink(os.path.join(top, d))]
+            found += [os.path.join(top, n) for n in names if fnmatchcase(n, parts[-1])]
+            if len(found) > MAX_ITEMS:
+                break
+        return found
+    level = [Path(parts[0])]
+    for part in parts[1:]:
+        if not any(c in part for c in "*?["):
+            level = [p / part for p in level if (p / part).exists() or (p / part).is_symlink()]
+            continue
+        level = [p / name for p in level if p.is_dir() and not p.is_symlink()
+                 for name in sorted(os.listdir(p)) if fnmatchcase(name, part)][: MAX_ITEMS + 1]
+    return [str(p) for p in level if listdirs or not p.is_dir()]
+
+
 def read_cmakelists(root: Path) -> CMakeRead:
     """The CMake files of the source tree at ``root``, read without configuring it (an
     :class:`InputError` ``file:line: …`` for malformed text, a symlink or a path out of the tree)."""
@@ -491,7 +554,10 @@ def read_cmakelists(root: Path) -> CMakeRead:
     variables = {"CMAKE_SOURCE_DIR": src, "CMAKE_CURRENT_SOURCE_DIR": src, "CMAKE_CURRENT_LIST_DIR": src,
                  "CMAKE_CURRENT_LIST_FILE": str(top), "PROJECT_SOURCE_DIR": src, "CMAKE_MODULE_PATH": ""}
     d = _Dir(root)
-    reader.run_file(top, Scope(variables, None, 0), d, ())
+    try:
+        reader.run_file(top, Scope(variables, None, 0), d, ())
+    except RecursionError:
+        raise InputError(f"{top.name}: nested too deeply to read (references, blocks or calls): refused") from None
     return CMakeRead(project=reader.project, version=reader.version, languages=tuple(reader.languages),
                      cuda=reader.cuda, tests=tuple(reader.tests(d)), unread=tuple(dict.fromkeys(reader.unread)),
                      files=tuple(reader.files))

@@ -1,7 +1,8 @@
 """``CMakePresets.json`` (versions 2–10): configure, build and test presets with ``inherits``
 resolved, ``binaryDir`` macros expanded, and the release builds relgate runs from them.
 
-``CMakeUserPresets.json`` is a person's own and is never read. A macro this cannot expand
+Files named by ``include`` (version 4+) are read when they lie in the tree (a cycle, a symlink
+or a path out of the tree refused); ``CMakeUserPresets.json`` is a person's own and is never read. A macro this cannot expand
 without a machine's environment (``$env{X}``, ``$penv{X}``, ``$vendor{…}``) stays as written
 and is listed in the preset's ``unresolved``. A ``condition`` is kept and evaluated where it is
 plain (``const``, ``equals``/``notEquals``/``inList``/``notInList``/``matches``/``notMatches``
@@ -13,6 +14,7 @@ Bad JSON or a wrong type is an :class:`InputError` naming the key
 from __future__ import annotations
 
 import json
+import os
 import platform
 import re
 from pathlib import Path
@@ -314,22 +316,54 @@ def parse_presets(doc: object, source_dir: Path, source: str = PRESETS_FILE) -> 
                         build=parser.build({c.name for c in configure}), test=parser.test())
 
 
-def read_presets(source_dir: Path) -> CMakePresets | None:
-    """The ``CMakePresets.json`` of ``source_dir`` (None when it has none; CMakeUserPresets.json is never read)."""
-    path = Path(source_dir) / PRESETS_FILE
-    if not path.exists() and not path.is_symlink():
-        return None
+def _load(path: Path, shown: str) -> object:
     if path.is_symlink():
-        raise InputError(f"{PRESETS_FILE}: a symlink: refused (it may lead out of the tree)")
+        raise InputError(f"{shown}: a symlink: refused (it may lead out of the tree)")
     data = read_user_file(path, what="CMake presets", limit=16 << 20)
     try:
-        doc = json.loads(data)
+        return json.loads(data)
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         where = f"line {exc.lineno} column {exc.colno}: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else exc
-        raise InputError(f"{PRESETS_FILE}: not JSON: {where}") from None
-    if isinstance(doc, dict) and doc.get("include"):
-        raise InputError(f"{PRESETS_FILE}: include: presets split over several files are not read yet")
-    return parse_presets(doc, Path(source_dir).absolute())
+        raise InputError(f"{shown}: not JSON: {where}") from None
+
+
+def _with_includes(doc: object, path: Path, root: Path, shown: str, seen: tuple[Path, ...]) -> object:
+    """``doc`` with the presets of the files its ``include`` names (version 4+, relative to the
+    including file, inside the tree) appended, each file once; a cycle is refused."""
+    if not isinstance(doc, dict) or "include" not in doc:
+        return doc
+    names = doc["include"]
+    if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+        raise InputError(f"{shown}: include: must be a list of file names")
+    merged = dict(doc)
+    for n, name in enumerate(names):
+        target = Path(os.path.normpath(path.parent / name))
+        where = f"{shown}: include[{n}]"
+        if not target.is_relative_to(root):
+            raise InputError(f"{where}: {name} is outside the source tree: refused")
+        if target in seen:
+            raise InputError(f"{where}: {name} includes itself (a cycle): refused")
+        rel = target.relative_to(root).as_posix()
+        inner = _with_includes(_load(target, rel), target, root, rel, (*seen, target))
+        if not isinstance(inner, dict):
+            raise InputError(f"{rel}: must be a JSON object")
+        for key in ("configurePresets", "buildPresets", "testPresets"):
+            if key in inner:
+                if not isinstance(inner[key], list):
+                    raise InputError(f"{rel}: {key}: must be a list")
+                merged[key] = [*merged.get(key, []), *inner[key]]
+    return merged
+
+
+def read_presets(source_dir: Path) -> CMakePresets | None:
+    """The ``CMakePresets.json`` of ``source_dir`` and the files it includes (None when it has
+    none; CMakeUserPresets.json is never read)."""
+    root = Path(os.path.abspath(source_dir))
+    path = root / PRESETS_FILE
+    if not path.exists() and not path.is_symlink():
+        return None
+    doc = _with_includes(_load(path, PRESETS_FILE), path, root, PRESETS_FILE, (path,))
+    return parse_presets(doc, root)
 
 
 def _is_release(name: str, build_type: str | None) -> bool:

@@ -256,6 +256,8 @@ def expand(text: str, variables: dict[str, str], missing: list[str]) -> str:
 
 def split_list(value: str) -> list[str]:
     """A CMake list: split at each ``;`` not escaped, empty elements dropped."""
+    if "\\" not in value:
+        return [x for x in value.split(";") if x != ""]
     items, cur, i = [], [], 0
     while i < len(value):
         if value[i] == "\\" and value.startswith(";", i + 1):

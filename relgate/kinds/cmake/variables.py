@@ -6,10 +6,20 @@ on. A value this cannot know is :data:`UNKNOWN`, and a reference to it stays unr
 
 from __future__ import annotations
 
+import re
+
 from relgate.kinds.cmake.syntax import UNKNOWN as _UNKNOWN
 from relgate.kinds.cmake.syntax import Command, arguments, expand, split_list
 
-__all__ = ["Scope", "merge_branches", "set_variables"]
+__all__ = ["MAX_VALUE", "Scope", "merge_branches", "set_variables"]
+
+#: the longest value a variable keeps (a longer one is unknown: `set(X ${X}${X})` in a loop
+#: must not fill the memory)
+MAX_VALUE = 1 << 20
+
+
+def _bounded(value: str) -> str:
+    return value if len(value) <= MAX_VALUE else _UNKNOWN
 
 
 class Scope:
@@ -45,6 +55,8 @@ def set_variables(cmd: Command, scope: Scope) -> bool:
     variables; False for a form not modelled (the caller marks what it names unknown)."""
     if cmd.name == "string":
         return _string(cmd, scope)
+    if cmd.name == "get_filename_component":
+        return _filename(cmd, scope)
     if cmd.name == "cmake_parse_arguments":
         _parse_arguments(cmd, scope)
     else:
@@ -61,7 +73,7 @@ def _set(cmd: Command, scope: Scope) -> None:
         if len(args) >= 2 and args[0] == "APPEND":
             old = scope.vars.get(args[1], "")
             value = _UNKNOWN if missing or old == _UNKNOWN else ";".join([*split_list(old), *args[2:]])
-            scope.vars[args[1]] = value
+            scope.vars[args[1]] = _bounded(value)
         else:
             for word in args[1:2] + args[-1:]:
                 scope.vars[word] = _UNKNOWN
@@ -85,7 +97,7 @@ def _set(cmd: Command, scope: Scope) -> None:
         if var in scope.vars:  # a cache entry never overrides a normal variable
             return
     value = _UNKNOWN if missing else ";".join(values)
-    target.vars[var] = value
+    target.vars[var] = _bounded(value)
 
 def _string(cmd: Command, scope: Scope) -> bool:
     """string(TOUPPER|TOLOWER|STRIP|APPEND|PREPEND|CONCAT|REPLACE …); False for the other forms."""
@@ -101,10 +113,45 @@ def _string(cmd: Command, scope: Scope) -> bool:
         out, value = args[1], "".join(args[2:])
     elif op == "REPLACE" and len(args) >= 4 and args[1]:
         out, value = args[3], "".join(args[4:]).replace(args[1], args[2])
+    elif op == "REGEX" and len(args) >= 4 and args[1] in ("MATCH", "REPLACE"):
+        out = args[3] if args[1] == "MATCH" else args[4] if len(args) >= 5 else ""
+        value = _regex(args)
     else:
         return False
-    scope.vars[out] = _UNKNOWN if missing else value
+    scope.vars[out] = _UNKNOWN if missing else _bounded(value)
     return True
+
+def _regex(args: list[str]) -> str:
+    """string(REGEX MATCH re out input…) / string(REGEX REPLACE re with out input…), where
+    Python's re reads the expression as CMake does; unknown where it does not."""
+    try:
+        pattern = re.compile(args[2])
+        if args[1] == "MATCH":
+            found = pattern.search("".join(args[4:]))
+            return found.group() if found else ""
+        template = args[3]
+        return pattern.sub(lambda m: re.sub(r"\\(\d)", lambda g: m.group(int(g.group(1))) or "", template),
+                           "".join(args[5:]))
+    except (re.error, IndexError):
+        return _UNKNOWN
+
+
+def _filename(cmd: Command, scope: Scope) -> bool:
+    """get_filename_component(VAR FILE NAME|NAME_WE|EXT|LAST_EXT|NAME_WLE|DIRECTORY|PATH)."""
+    missing: list[str] = []
+    args = arguments(cmd.args, scope.vars, missing)
+    if len(args) < 3:
+        return False
+    out, path, mode = args[0], args[1], args[2]
+    head, _, name = path.rpartition("/")
+    parts = {"NAME": name, "NAME_WE": name.split(".", 1)[0], "NAME_WLE": name.rsplit(".", 1)[0],
+             "EXT": "." + name.split(".", 1)[1] if "." in name else "",
+             "LAST_EXT": "." + name.rsplit(".", 1)[1] if "." in name else "", "DIRECTORY": head, "PATH": head}
+    if mode not in parts:
+        return False
+    scope.vars[out] = _UNKNOWN if missing else parts[mode]
+    return True
+
 
 def _parse_arguments(cmd: Command, scope: Scope) -> None:
     """cmake_parse_arguments(PREFIX OPTIONS ONE MULTI ARGS…) and its PARSE_ARGV N form: each
