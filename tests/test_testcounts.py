@@ -74,6 +74,23 @@ The following tests did not run:
 \t  3 - dis (Disabled)
 """
 CTEST_NONE = "Test project /tmp/k2/b\nNo tests were found!!!\n"
+# ctest 4.4 (the H100 machine's, and the cmake wheel's) names the failed only when there are some
+CTEST4_ONE = """Test project /tmp/cm4/p/b
+    Start 1: ok
+1/1 Test #1: ok ...............................   Passed    0.00 sec
+
+100% tests passed out of 1
+
+Total Test time (real) =   0.00 sec
+"""
+CTEST4_MIXED = """2/4 Test #2: bad ..............................***Failed    0.00 sec
+    Start 3: skip
+3/4 Test #3: skip .............................***Skipped   0.00 sec
+    Start 4: off
+4/4 Test #4: off ..............................***Not Run (Disabled)   0.00 sec
+
+67% tests passed, 1 tests failed out of 3
+"""
 
 
 def _read(text: str, chunk: int) -> object:
@@ -95,6 +112,8 @@ def _read(text: str, chunk: int) -> object:
     (PYTEST_DESELECTED, "pytest", 0, 0, 0),
     (CTEST, "ctest", 1, 0, 2),
     (CTEST_NONE, "ctest", 0, 0, 0),
+    (CTEST4_ONE, "ctest", 1, 0, 0),
+    (CTEST4_MIXED, "ctest", 1, 1, 2),  # skipped: the Skipped and the Disabled
 ])
 def test_counts_are_read_whatever_the_chunking(text: str, runner: str, passed: int, failed: int, skipped: int,
                                                chunk: int) -> None:

@@ -10,7 +10,8 @@ see tests/test_testcounts.py):
   ``-- --ignored`` on a target with no ignored arm runs 0 and filters the rest out.
 - pytest: the last summary line (``39 passed, 41 skipped in 0.40s``, ``no tests ran in …``)
   and its exit status 5 (nothing collected).
-- ctest: ``N% tests passed, F tests failed out of T``, each test's ``***Skipped`` and
+- ctest: ``N% tests passed, F tests failed out of T`` (ctest 4: ``N% tests passed out of T``
+  when none failed), each test's ``***Skipped`` and
   ``***Not Run (Disabled)``, and ``No tests were found!!!``.
 
 A step whose output holds none of these (a plain script, a build) is judged as before.
@@ -32,7 +33,9 @@ _CARGO_RESULT = re.compile(r"^test result: (?:ok|FAILED)\. (\d+) passed; (\d+) f
                            r"(\d+) measured; (\d+) filtered out")
 _PYTEST_SUMMARY = re.compile(r"^=*\s*((?:\d+ [a-z]+(?:, )?)+|no tests ran)(?: in [\d.]+s.*?)?\s*=*\s*$")
 _PYTEST_PART = re.compile(r"(\d+) ([a-z]+)")
-_CTEST_SUMMARY = re.compile(r"^\d+% tests passed, (\d+) tests? failed out of (\d+)")
+# ctest 3.x always names the failed ("100% tests passed, 0 tests failed out of 2"); ctest 4 only
+# when there are some ("100% tests passed out of 1", "67% tests passed, 1 tests failed out of 3").
+_CTEST_SUMMARY = re.compile(r"^\d+% tests passed(?:, (\d+) tests? failed)? out of (\d+)")
 _CTEST_ONE = re.compile(r"^\s*\d+/\d+ Test\s+#\d+: .*?\*\*\*(Skipped|Not Run)(.*)$")
 _CTEST_NONE = "No tests were found!!!"
 _CHEAP = ("test", "Test", "Running", "passed", "skipped", "failed", "deselected", "error", "xfail", "xpass")
@@ -89,7 +92,7 @@ class CountScanner:
             return
         ctest = _CTEST_SUMMARY.match(line)
         if ctest:
-            self._ctest_failed, self._ctest_total = int(ctest.group(1)), int(ctest.group(2))
+            self._ctest_failed, self._ctest_total = int(ctest.group(1) or 0), int(ctest.group(2))
             return
         one = _CTEST_ONE.match(line)
         if one:  # a Not Run that is not Disabled (a missing executable) is one of ctest's failures
