@@ -1,18 +1,11 @@
 /* gate;cuda: the CUDA kernels against the CPU ones on the same inputs, bit-exact (the
  * inputs make every product and partial sum exact). No CUDA device: exits 77 and says
  * so; CTest counts that as a failure, never a pass (a run without a GPU proves nothing). */
+#include "check.h"
 #include "vecops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-static int failed = 0;
-
-static void check(const char *what, int ok)
-{
-    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-    failed += !ok;
-}
 
 int main(void)
 {

@@ -1,16 +1,9 @@
 /* gate: vo_dot against a closed form on the deterministic inputs, and its edge cases. */
+#include "check.h"
 #include "vecops.h"
 
 #include <stdio.h>
 #include <stdlib.h>
-
-static int failed = 0;
-
-static void check(const char *what, int ok)
-{
-    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-    failed += !ok;
-}
 
 int main(void)
 {

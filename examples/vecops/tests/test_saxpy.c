@@ -1,17 +1,10 @@
 /* gate: vo_saxpy against a double-precision reference, and its edge cases. */
+#include "check.h"
 #include "vecops.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
-
-static int failed = 0;
-
-static void check(const char *what, int ok)
-{
-    printf("%s %s\n", ok ? "ok  " : "FAIL", what);
-    failed += !ok;
-}
 
 int main(void)
 {
