@@ -148,7 +148,8 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
     """Every violation of the census rules, in ``RULES`` order, then by target.
 
     ``kind`` is the project kind: its adapter says whether the Rust rules (cargo) or the
-    collected-test-file rule (python) apply beside the common ones (make: only those). ``root`` is the project root the target paths are relative to. ``references``
+    collected-test-file rule (python) apply beside the common ones (make: only those).
+    ``root`` is the project root the target paths are relative to. ``references``
     are the lanes named outside ``[lanes]``; ``option_files`` the ``[target.NAME]`` tables
     and the file each is in; ``runner_tests`` the (name, where) of each test the project's test
     runner (named ``runner``) lists, where its kind has such a listing.

@@ -21,7 +21,8 @@ from relgate.run.plan import PlannedStep, StepFailed, StepNotRun
 if TYPE_CHECKING:  # the census is imported by the step that runs it
     from relgate.lanes.census import Violation
 
-__all__ = ["census_lines", "census_step", "violations_summary", "not_run_step", "lane_steps", "refuse_unknown_lanes", "NO_TARGETS"]
+__all__ = ["census_lines", "census_step", "violations_summary", "not_run_step", "lane_steps", "refuse_unknown_lanes",
+           "NO_TARGETS"]
 
 NO_TARGETS = "no targets in this lane"
 

@@ -241,7 +241,8 @@ def _read_make_repository(root: Path, kind: str) -> tuple[Reading, str]:
 
 def _read_python_repository(root: Path, kind: str) -> tuple[Reading, str]:
     py = read_python(root)
-    source = "pyproject.toml [project]" + (f" and {py.build.source}" if py.build is not None and py.build.source else "")
+    built_by = py.build.source if py.build is not None else None
+    source = "pyproject.toml [project]" + (f" and {built_by}" if built_by else "")
     return (Reading(kind=kind, name=py.name, version=py.version, source=source, facts=py,
                     judged=python_targets(py)), python_builds(py))
 

@@ -20,9 +20,10 @@ from relgate.manifest.keys import BUILTIN_LANES
 from relgate.manifest.skip_limits import SKIP_HINT, Skips, max_skipped_line
 from relgate.manifest.specs import SHELL_OPERATORS
 
-__all__ = ["UNASSIGNED", "Reading", "cargo_lane", "cargo_builds", "found_builds", "make_builds", "python_builds", "project_toml",
-           "lanes_toml", "skip_tables", "lane_settings_toml", "package_toml", "checklist_toml", "measurements_toml", "host_toml",
-           "NOXFILE", "quote", "env_prefix", "judged_targets", "python_targets", "python_target_command"]
+__all__ = ["UNASSIGNED", "Reading", "cargo_lane", "cargo_builds", "found_builds", "make_builds", "python_builds",
+           "project_toml", "lanes_toml", "skip_tables", "lane_settings_toml", "package_toml", "checklist_toml",
+           "measurements_toml", "host_toml", "NOXFILE", "quote", "env_prefix", "judged_targets", "python_targets",
+           "python_target_command"]
 
 UNASSIGNED = "?"
 
@@ -388,7 +389,8 @@ def lane_settings_toml(settings: dict[str, tuple[tuple[str, ...], bool, str]]) -
         out += ["", f"# {why}: without it, each runs 0 tests", f"[lane.{lane}]",
                 f"features = [{', '.join(quote(f) for f in features)}]"]
         if gpu:
-            out.append('requires = ["cuda"]   # a host with a GPU; elsewhere the lane is "not run: no host offers cuda"')
+            out.append('requires = ["cuda"]   # a host with a GPU; elsewhere the lane is '
+                       '"not run: no host offers cuda"')
     return "\n".join(out)
 
 
@@ -401,11 +403,11 @@ def package_toml(r: Reading, *, lanes: str | None) -> str:
             pkg.append(f"fixtures = [{quote(lanes)}]   # the census reads it in the published crate too")
         publish.append('# registry = "local"   # cargo publish --locked --dry-run --registry NAME')
     elif isinstance(facts, Found):
-        commands = [(key, c) for key, c in (("build_command", facts.package_build), ("test_command", facts.package_test))
-                    if c]
+        commands = [(key, c) for key, c in (("build_command", facts.package_build),
+                                            ("test_command", facts.package_test)) if c]
         pkg += [f"{key} = {quote(c)}" for key, c in commands]
-        pkg += ["shell = true   # the commands above are /bin/sh strings"] if any(_needs_shell(c) for _, c in commands) \
-            else []
+        if any(_needs_shell(c) for _, c in commands):
+            pkg.append("shell = true   # the commands above are /bin/sh strings")
     elif isinstance(facts, MakeFacts):
         pkg.append(f"build_command = {quote(make_build_command(facts))}")
         test = next((t for t in ("test", "check") if t in facts.targets), None)

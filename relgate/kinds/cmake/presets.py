@@ -2,11 +2,12 @@
 resolved, ``binaryDir`` macros expanded, and the release builds relgate runs from them.
 
 Files named by ``include`` (version 4+) are read when they lie in the tree (a cycle, a symlink
-or a path out of the tree refused); ``CMakeUserPresets.json`` is a person's own and is never read. A macro this cannot expand
-without a machine's environment (``$env{X}``, ``$penv{X}``, ``$vendor{…}``) stays as written
-and is listed in the preset's ``unresolved``. A ``condition`` is kept and evaluated where it is
-plain (``const``, ``equals``/``notEquals``/``inList``/``notInList``/``matches``/``notMatches``
-on expandable strings, ``anyOf``/``allOf``/``not``); ``applies`` is None when it cannot say.
+or a path out of the tree refused); ``CMakeUserPresets.json`` is a person's own and is never
+read. A macro this cannot expand without a machine's environment (``$env{X}``, ``$penv{X}``,
+``$vendor{…}``) stays as written and is listed in the preset's ``unresolved``. A
+``condition`` is kept and evaluated where it is plain (``const``, ``equals``/``notEquals``/
+``inList``/``notInList``/``matches``/``notMatches`` on expandable strings, ``anyOf``/
+``allOf``/``not``); ``applies`` is None when it cannot say.
 Bad JSON or a wrong type is an :class:`InputError` naming the key
 (``CMakePresets.json: configurePresets[2].binaryDir: …``).
 """
@@ -292,9 +293,11 @@ class _Parser:
                 raise self.fail(f"{key}[{n}].targets", "must be a string or a list of strings")
             cond = entry.get("condition")
             macros = {"sourceDir": str(self.root), "presetName": entry["name"], "hostSystemName": platform.system()}
+            configuration = self.first(chain, "configuration")
             out.append(BuildPreset(name=entry["name"], hidden=bool(entry.get("hidden", False)),
-                                   inherits=self.inherits(key, n, entry), configure_preset=conf,  # type: ignore[arg-type]
-                                   configuration=self.first(chain, "configuration"),  # type: ignore[arg-type]
+                                   inherits=self.inherits(key, n, entry),
+                                   configure_preset=conf,  # type: ignore[arg-type]
+                                   configuration=configuration,  # type: ignore[arg-type]
                                    targets=tuple(targets or ()), condition=cond, applies=_condition(cond, macros),
                                    where=f"{key}[{n}]"))
         return tuple(out)
@@ -303,8 +306,9 @@ class _Parser:
         key = "testPresets"
         entries = self.entries(key)
         chains = self.chain(key, entries)
+        first = self.first
         return tuple(TestPreset(name=e["name"], hidden=bool(e.get("hidden", False)),
-                                configure_preset=self.first(chains[e["name"]], "configurePreset"),  # type: ignore[arg-type]
+                                configure_preset=first(chains[e["name"]], "configurePreset"),  # type: ignore[arg-type]
                                 where=f"{key}[{n}]") for n, e in enumerate(entries))
 
 
