@@ -492,3 +492,9 @@ def test_a_build_on_the_ssh_host_that_wrote_nothing_there_fails_built_nothing(ss
     assert done.returncode == 0, done.stdout + done.stderr
     assert tinyinfer.ledger_rows("host")["release-remote"]["verdict"] == "pass"
     assert list((sshd.dir / "work").rglob(".relgate-build-start.*")) == []
+    # a red build is its own verdict, and its marker goes too
+    builds.write_text(builds.read_text().replace('run = "sh -c \'echo x > built.bin\'"', 'run = "false"'))
+    assert tinyinfer.nox("host", extra=("--", "release-remote")).returncode == 1
+    row = tinyinfer.ledger_rows("host")["release-remote"]
+    assert row["verdict"] == "fail" and row["exit_code"] == 1, row
+    assert list((sshd.dir / "work").rglob(".relgate-build-start.*")) == []

@@ -309,6 +309,8 @@ def _run_one(step: PlannedStep, *, placed: Executor | str, rec: StepRecorder, re
                     break
             if _built_elsewhere(step, host) and results and results[-1].ok:
                 built_there = _wrote_there(step, host, executor, log, marker, results)
+            elif marker is not None:  # a red build: nothing to ask, the marker goes
+                executor.run(CommandRequest(argv=("rm", "-f", marker), cwd=step.cwd, timeout=120), log)
         except LogWriteError:
             pass  # the step is an error below; nothing was started after the failed write
         except (Interrupted, KeyboardInterrupt) as exc:
