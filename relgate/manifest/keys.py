@@ -24,6 +24,8 @@ __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", 
 PROJECT_KINDS = kind_choices()
 # the kinds whose package is a source tarball, extracted, built and tested offline (each adapter says)
 _SOURCE_KINDS = words([k.name for k in kinds().values() if k.package_flow == "source"])
+# the kinds whose targets a lanes file declares, each with its command (cargo's come from Cargo.toml)
+_DECLARING_KINDS = words([k.name for k in kinds().values() if not k.targets_from_project])
 HOST_KINDS = ("local", "ssh", "slurm")
 # host keys only a kind = "slurm" host takes
 SLURM_KEYS = ("partition", "account", "time_limit", "resubmit", "board", "srun_args", "max_jobs")
@@ -228,11 +230,12 @@ LANES = FileSpec(
         key("lanes", "map", "target name → lane (a built-in lane or a [lane.NAME])", rules=(_NAMES,),
             values=key("NAME", "string", f"the lane: {', '.join(BUILTIN_LANES)}, or a project-defined lane",
                        rules=(text_rule("a known lane"),)), example={"scan_parity": "gate"}),
-        key("target", "map", "per-target options; make and python projects declare their targets here", rules=(_NAMES,),
+        key("target", "map", f"per-target options; {_DECLARING_KINDS} projects declare their targets here",
+            rules=(_NAMES,),
             values=key("NAME", "table", "one target", fields=(
                 key("path", "string", "the target's source file, relative to the project root",
                     example="tests/test_kernels.c"),
-                key("command", "command", "the command that runs it (required for make and python targets)",
+                key("command", "command", f"the command that runs it (required for {_DECLARING_KINDS} targets)",
                     example="make test"),
                 _SHELL,
                 key("requires", "strings", "capabilities or boards a host must offer", default=[],
