@@ -330,7 +330,7 @@ PACKAGE = FileSpec(
                 rules=(at_least(1), Rule(kind="maximum", value=100_000_000, text="at most 100,000,000"))),
             key("max_ratio", "number", "extraction: unpacked bytes per archive byte (judged past 1 MiB unpacked)",
                 default=100.0, rules=(above(1), Rule(kind="maximum", value=1_000_000, text="at most 1,000,000"))),
-        ), rules=(text_rule("dist, dist_glob, build_command: make only; extras: python only"),)),
+        ), rules=(text_rule(f"dist, dist_glob, build_command: {_SOURCE_KINDS} only; extras: python only"),)),
         key("publish", "table", "the publish rehearsal", fields=(
             key("registry", "string", "cargo: the registry of cargo publish --dry-run",
                 rules=(pattern(r"^[A-Za-z0-9_-]+$", "a cargo registry name"),), example="local"),
