@@ -44,13 +44,4 @@ _uv = shutil.which(os.environ.get("UV") or "uv")
 nox.virtualenv.HAS_UV, nox.virtualenv.UV = _uv is not None, _uv or "uv"  # type: ignore[attr-defined]
 nox.virtualenv.UV_VERSION = nox.virtualenv.version.Version("0")  # type: ignore[attr-defined]  # never asked
 
-# Each module registers its sessions; `nox -l` lists them in this order. The session modules
-# import the engine inside each session function, so listing imports none of it.
-import sessions.host  # noqa: E402,F401,I001
-import sessions.lanes  # noqa: E402,F401
-import sessions.evidence  # noqa: E402,F401
-import sessions.package  # noqa: E402,F401
-import sessions.signoff  # noqa: E402,F401
-
-nox.options.default_venv_backend = "none"
-nox.options.sessions = ["host"]
+import sessions.every  # noqa: E402,F401  (every session, in `nox -l`'s order, and nox's defaults)

@@ -160,12 +160,20 @@ def test_the_features_that_switch_cuda_on() -> None:
 
 @pytest.mark.skipif(shutil.which("make") is None or shutil.which("gcc") is None, reason="make and gcc")
 def test_the_generated_noxfile_works_with_relgate_installed_as_a_wheel(tmp_path: Path) -> None:
-    """A wheel holds the relgate package and nothing beside it (no noxfile.py, no sessions/): the
-    generated noxfile then defines the sessions itself, each one relgate command."""
+    """A wheel holds the engine and its session layer (relgate_sessions), no noxfile.py: the
+    generated noxfile registers that layer. The wheel is built here and unpacked as pip would."""
+    import zipfile
+
     from conftest import REPO
 
     site = tmp_path / "site"
-    shutil.copytree(REPO / "relgate", site / "relgate", ignore=shutil.ignore_patterns("__pycache__"))
+    built = subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps",
+                            "-w", str(tmp_path / "dist"), str(REPO)], capture_output=True, text=True, timeout=600)
+    assert built.returncode == 0, built.stderr
+    with zipfile.ZipFile(next((tmp_path / "dist").glob("relgate-*.whl"))) as wheel:
+        assert not [n for n in wheel.namelist() if n.startswith("relgate/") and "import nox" in
+                    wheel.read(n).decode("utf-8", "replace")]  # the engine holds no nox, not even as text
+        wheel.extractall(site)
     project = fixture_project(tmp_path, "helpmake")
     root = _bare(project)
     assert _relgate(root, "init").returncode == 0

@@ -106,6 +106,21 @@ def test_the_engine_never_imports_nox():
             elif isinstance(node, ast.ImportFrom) and node.module:
                 names.add(node.module)
         assert not any(n == "nox" or n.startswith("nox.") for n in names), path
+    # nor any file it ships, as text: the noxfile `relgate init` writes registers the session
+    # layer (sessions/, installed as relgate_sessions), it holds no sessions of its own
+    shipped = [p for p in ENGINE.rglob("*") if p.is_file() and "__pycache__" not in p.parts
+               and re.search(r"^\s*(import nox|from nox)", p.read_text(errors="replace"), re.M)]
+    assert shipped == []
+
+
+def test_the_wheel_holds_every_engine_package_and_the_session_layer():
+    import tomllib
+
+    config = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]
+    engine = {".".join(p.parent.relative_to(REPO).parts) for p in ENGINE.rglob("__init__.py")
+              if "__pycache__" not in p.parts}
+    assert set(config["packages"]) == engine | {"relgate_sessions"}
+    assert config["package-dir"] == {"relgate_sessions": "sessions"}
 
 
 @pytest.mark.parametrize("heavy", ["relgate.stages", "git", "build", "twine"])
