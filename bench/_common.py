@@ -177,7 +177,8 @@ def measure(argv: list[str], env: dict[str, str], cwd: Path, tmp: Path) -> tuple
 # --- judging from spreads -------------------------------------------------------------------
 # Every bench interleaves its path and its anchor for several rounds and judges only from the
 # spread: min / median / max of each side and of the per-round ratio (or difference), a PASS or
-# MISS on the median, and "noisy" when the per-round figures fall on both sides of the goal.
+# MISS on the median, and "noisy" when the per-round figures fall on both sides of the goal;
+# fewer than MIN_ROUNDS rounds are NOT JUDGED. The load average stands beside every verdict.
 # Each judgement is also printed as one ``RESULT {json}`` line, which bench/all.py collects.
 
 DEFAULT_ROUNDS = 5
@@ -199,6 +200,10 @@ def not_all_passed(steps: list[Any], expected: int) -> str | None:
     if bad or len(steps) != expected:
         return "; ".join(bad) or f"{len(steps)} steps"
     return None
+
+
+#: the fewest interleaved rounds a figure is judged on (fewer: NOT JUDGED, whatever the median)
+MIN_ROUNDS = 3
 
 
 def load_average() -> str:
@@ -238,7 +243,8 @@ def judge(what: str, *, goal: float, ours: list[float], anchor: list[float] | No
     ``mode``: ``ratio`` (ours / anchor per round, goal ≤ ``goal``), ``difference`` (ours −
     anchor per round, in ``unit`` after ``scale``) or ``value`` (ours alone against ``goal``,
     no anchor). Rounds pair up by index: the two sides ran interleaved. Returns the verdict
-    word (``PASS``, ``MISS``, ``PASS (noisy)``, ``MISS (noisy)``)."""
+    word (``PASS``, ``MISS``, ``PASS (noisy)``, ``MISS (noisy)``, or ``NOT JUDGED`` for fewer than
+    :data:`MIN_ROUNDS` rounds); the load average is printed beside every verdict."""
     if mode not in ("ratio", "difference", "value"):
         raise ValueError(f"judge: unknown mode {mode!r}")
     print(f"{what}:")
@@ -262,10 +268,14 @@ def judge(what: str, *, goal: float, ours: list[float], anchor: list[float] | No
     noisy = min(per_round) <= goal < max(per_round)
     if noisy:
         verdict += " (noisy)"
+    if len(per_round) < MIN_ROUNDS:  # one or two rounds are no spread: neither a miss nor a pass
+        verdict = "NOT JUDGED"
     text = goal_text or f"≤ {goal:g}{'' if cmp_unit == '×' else ' ' + cmp_unit}"
     print(f"  {verdict}: median {cmp_name} {mid:{fmt}}{'' if cmp_unit == '×' else ' ' + cmp_unit}, goal {text}"
-          + (f"; the rounds run {min(per_round):{fmt}}–{max(per_round):{fmt}}, across the goal" if noisy else ""),
-          flush=True)
+          + (f"; the rounds run {min(per_round):{fmt}}–{max(per_round):{fmt}}, across the goal" if noisy else "")
+          + (f"; {len(per_round)} round(s): a figure is a spread over at least {MIN_ROUNDS} interleaved rounds"
+             if verdict == "NOT JUDGED" else "")
+          + f"; load {load_average()}", flush=True)
     record = {"what": what, "goal": text, "verdict": verdict, "mode": mode, "median": mid,
               "min": min(per_round), "max": max(per_round), "unit": cmp_unit, "rounds": len(ours),
               "ours": [min(ours) * scale, statistics.median(ours) * scale, max(ours) * scale],

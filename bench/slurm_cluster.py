@@ -106,7 +106,7 @@ def per_step(env: dict[str, str], root: Path, cluster_env: dict[str, str], round
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=5, help="per-step rounds (default 5)")
-    parser.add_argument("--lane-rounds", type=int, default=2, help="4-node + 1-node lane pairs (default 2)")
+    parser.add_argument("--lane-rounds", type=int, default=3, help="4-node + 1-node lane pairs (default 3)")
     parser.add_argument("--seconds", type=float, default=1.0, help="each step's sleep (default 1)")
     parser.add_argument("--only", choices=("per-step", "lane"), action="append")
     args = parser.parse_args(argv)
