@@ -50,10 +50,14 @@ def _found_drift(project: ProjectSpec, mdir: Path, lanes_path: Path, rows: Mappi
     names = {t.name for t in found.targets}
     out = [f"new target {t.name} ({t.what}): no lane in {shown_lanes}" for t in found.targets if t.name not in rows]
     out += [f"{shown_lanes}: lane row for a removed target {name}" for name in rows if name not in names]
-    if project.version and found.version and found.version != project.version:
-        out.append(f"version {found.version} in {found.source}, {project.version} in "
-                   f"{display_path(mdir / 'project.toml')}")
-    return out
+    return out + _moved_version(project, mdir, found.version, found.source)
+
+
+def _moved_version(project: ProjectSpec, mdir: Path, version: str | None, source: str) -> list[str]:
+    """The line for a version the repository moved past the manifests' (none when they agree)."""
+    if project.version and version and version != project.version:
+        return [f"version {version} in {source}, {project.version} in {display_path(mdir / 'project.toml')}"]
+    return []
 
 
 def _cargo_drift(project: ProjectSpec, mdir: Path, lanes_path: Path, rows: Mapping[str, str]) -> list[str]:
@@ -81,15 +85,12 @@ def _cargo_drift(project: ProjectSpec, mdir: Path, lanes_path: Path, rows: Mappi
         plus = {f for m in matrix.values() if isinstance(m, dict) for f in m.get("plus", []) if isinstance(f, str)}
         for feature in sorted((listed | plus) - set(facts.features) - {"default"}):
             out.append(f"{display_path(builds)} [matrix] builds feature {feature}, which Cargo.toml no longer has")
-    if project.version and facts.version and facts.version != project.version:
-        out.append(f"version {facts.version} in Cargo.toml, {project.version} in "
-                   f"{display_path(mdir / 'project.toml')}")
-    return out
+    return out + _moved_version(project, mdir, facts.version, "Cargo.toml")
 
 
 def _make_drift(project: ProjectSpec, mdir: Path, lanes_path: Path, rows: Mapping[str, str]) -> list[str]:
     """New Makefile targets, and make targets a manifest runs that are gone."""
-    root, shown_lanes = project.root, display_path(lanes_path)
+    root = project.root
     out: list[str] = []
     facts_m = read_make(root)
     known: set[str] = set()  # every make target a manifest names, commented offers included
@@ -134,10 +135,7 @@ def _python_drift(project: ProjectSpec, mdir: Path, lanes_path: Path, rows: Mapp
         if not isinstance(have, dict) or ext.name not in have:
             out.append(f"new extension {ext.name} ({py.build.source}): not in {display_path(package)} "
                        "package.extensions (the wheel is not checked for it)")
-    if project.version and py.version and py.version != project.version:
-        out.append(f"version {py.version} in pyproject.toml, {project.version} in "
-                   f"{display_path(mdir / 'project.toml')}")
-    return out
+    return out + _moved_version(project, mdir, py.version, "pyproject.toml")
 
 
 # kind → its drift (the readers live on the manifest floor, above relgate/kinds/)
