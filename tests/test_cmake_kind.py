@@ -143,3 +143,24 @@ def test_package_verify_builds_and_tests_the_source_tarball_offline_and_publish_
     publish = run(vecops.root, sys.executable, "-m", "nox", "-s", "publish_dry_run")
     assert "a cmake project has no package registry" in publish.stdout + publish.stderr
     assert vecops.ledger_rows("publish_dry_run")["publish"]["verdict"] == "not-run"
+
+
+def test_repository_text_that_init_writes_into_a_comment_stays_one_line(tmp_path: Path) -> None:
+    """A CTest label (or name, or anything read from the repository) with line breaks in it is a
+    comment in lanes.toml and builds.toml, never lines of TOML: what init writes parses to the
+    tables it meant, nothing more."""
+    root = tmp_path / "odd"
+    root.mkdir()
+    (root / "CMakeLists.txt").write_text(
+        'project(odd)\nenable_testing()\nadd_test(NAME ok COMMAND true)\n'
+        'set_tests_properties(ok PROPERTIES LABELS "gate\n[lane.gate]\nrequires = []\n#")\n'
+        'add_test(NAME ${NOPE}\nx COMMAND true)\n')
+    done = relgate(root, "init")
+    assert done.returncode == 0, done.stdout + done.stderr
+    lanes_text = (root / "manifests" / "lanes.toml").read_text()
+    lanes = tomllib.loads(lanes_text)
+    assert set(lanes) == {"lanes", "target"}, lanes  # no [lane.gate] from the label
+    assert "labels gate\\n[lane.gate]\\nrequires = []\\n#" in lanes_text
+    assert "\n[lane.gate]" not in lanes_text
+    assert tomllib.loads((root / "manifests" / "builds.toml").read_text()).keys() == {"release", "check"}
+    assert "not read: CMakeLists.txt:" in done.stdout

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relgate.core.record import record
+from relgate.core.text import inert
 from relgate.kinds.base import Found
 from relgate.kinds.registry import kind_of
 from relgate.manifest.discover import CargoFacts, CargoTarget, MakeFacts, PythonFacts
@@ -158,21 +159,23 @@ def make_builds(facts: MakeFacts) -> str:
     quiet = [b for b in skipped if not b.builds]
     if quiet:
         lines += ["# Not release builds (their recipes compile and write nothing):"]
-        lines += [f"#   make {b.name}: {b.why}" for b in quiet]
+        lines += [f"#   make {inert(b.name)}: {inert(b.why)}" for b in quiet]
         lines.append("")
     others = [b for b in skipped if b.builds and b.name not in NOT_RELEASES and own_recipe_builds(db, b.name)
               and not any(ch in b.why for ch in ("-gcc", "-g++", "-clang"))]
     if others:
         lines += ["# Other builds (the same files with other flags, say): add one as a [release.NAME] if a",
                   "# release must build it:"]
-        lines += [f"#   make {b.name}: {b.why}" + (f"; needs {', '.join(b.toolkits)}" if b.toolkits else "")
+        lines += [f"#   make {inert(b.name)}: {inert(b.why)}"
+                  + (f"; needs {', '.join(b.toolkits)}" if b.toolkits else "")
                   for b in others]
         lines.append("")
     runners = [b for b in skipped if b.builds and b not in others]
     if runners:
         lines += ["# Targets that run something (a test, a bench, a script): give each a lane in lanes.toml",
                   "# ([target.NAME] command = \"make NAME\"), or a [[check]] here:"]
-        lines += [f"#   make {b.name}: {b.why}" + (f"; needs {', '.join(b.toolkits)}" if b.toolkits else "")
+        lines += [f"#   make {inert(b.name)}: {inert(b.why)}"
+                  + (f"; needs {', '.join(b.toolkits)}" if b.toolkits else "")
                   for b in runners]
         lines.append("")
     if not releases:
@@ -222,18 +225,18 @@ def make_build_command(facts: MakeFacts) -> str:
 def found_builds(found: Found) -> str:
     """builds.toml from what a kind's adapter found: each release build (a toolkit's first, so the
     plain build's files are the ones left for the tests), then each test build, all held warning-free."""
-    lines = [f"# Release builds and the host checks `nox -s host` runs, in order (read from {found.source}).",
+    lines = [f"# Release builds and the host checks `nox -s host` runs, in order (read from {inert(found.source)}).",
              "# A release target starts clean; its output must be warning-free, and it must write something",
              "# (a build that writes nothing is `fail: built nothing`).", ""]
     if found.notes:
         lines += ["# Not read (init runs none of the project's code; the census asks the project's own tools):"]
-        lines += [f"#   {note}" for note in found.notes]
+        lines += [f"#   {inert(note)}" for note in found.notes]
         lines.append("")
     if not found.releases:
         lines += ["# No release build was found; name one:", "# [release.default]", '# run = "…"', ""]
     for build in found.releases:
         head = f"[release.{toml_key(build.name)}]"
-        lines.append(f"{head}   # {build.why}" if build.why else head)
+        lines.append(f"{head}   # {inert(build.why)}" if build.why else head)
         lines += [f"clean = {quote(build.clean)}"] if build.clean else []
         lines.append(f"run = {quote(build.run)}")
         lines += ["shell = true"] if _needs_shell(build.run) or (build.clean and _needs_shell(build.clean)) else []
@@ -312,7 +315,7 @@ def python_targets(facts: PythonFacts) -> tuple[tuple[str, str, str], ...]:
 
 
 def project_toml(r: Reading, *, rel_root: str, lanes: str | None, changelog: str | None) -> str:
-    lines = [f"# Written by relgate init from {r.source}. Paths are relative to this folder.", "[project]",
+    lines = [f"# Written by relgate init from {inert(r.source)}. Paths are relative to this folder.", "[project]",
              f"name = {quote(r.name)}", f"root = {quote(rel_root)}", f"kind = {quote(r.kind)}"]
     if r.version:
         lines.append(f"version = {quote(r.version)}")
@@ -333,6 +336,7 @@ def lanes_toml(r: Reading, skips: Skips | None = None) -> str:
             "", "[lanes]"]
     for name, lane, what in r.judged:
         row = f"{quote(name)} = {quote(lane)}"
+        what = inert(what)  # read from the repository: one comment line, whatever it holds
         rows.append(f"# {row}   # {what}" if lane == UNASSIGNED else f"{row}   # {what}")
     if isinstance(r.facts, Found):  # each target with the command that runs it alone
         for t in r.facts.targets:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import IO
 
 from relgate.core.errors import InputError
+from relgate.core.text import inert
 from relgate.kinds.registry import kind_names
 from relgate.stages.registry import Outcome, Workspace, stage
 
@@ -79,11 +80,11 @@ def init(workspace: Workspace, args: argparse.Namespace, out: IO[str]) -> Outcom
         print(f"lanes: {display_path(plan.lanes_file)} reused (project.lanes)")
     if plan.stale:
         print(f"stale rows ({len(plan.stale)}) in {display_path(plan.lanes_file or plan.root)}: "
-              f"{', '.join(plan.stale)} — no such target; the census names them until they are dropped")
+              f"{', '.join(map(inert, plan.stale))} — no such target; the census names them until they are dropped")
     for note in plan.notes:
-        print(f"not read: {note}")
+        print(f"not read: {inert(note)}")
     if plan.unassigned:
-        print(f"no lane yet ({len(plan.unassigned)}): {', '.join(plan.unassigned)} — the census names them "
+        print(f"no lane yet ({len(plan.unassigned)}): {', '.join(map(inert, plan.unassigned))} — the census names them "
               "until each has one")
     print("next:")
     for command in plan.next_commands:
