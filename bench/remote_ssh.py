@@ -41,7 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from sshd_support import start_sshd  # noqa: E402
 
 from _common import DEFAULT_ROUNDS, REPO, Bench, git, judge, make_project, spread  # noqa: E402
-from relgate.manifest.schema import read_toml  # noqa: E402
+from relgate.core.schema import read_toml  # noqa: E402
 from relgate.manifest.specs import parse_host  # noqa: E402
 from relgate.remote.delivery import deliver  # noqa: E402
 from relgate.remote.ssh import SshExecutor  # noqa: E402
@@ -148,7 +148,7 @@ _CHILD = """
 import json, resource, sys, time
 from pathlib import Path
 sys.path[:0] = {paths!r}
-from relgate.manifest.schema import read_toml
+from relgate.core.schema import read_toml
 from relgate.manifest.specs import parse_host
 from relgate.remote.ssh import SshExecutor
 from relgate.run.executor import CommandRequest, FileSink
@@ -179,7 +179,7 @@ _RAW = """
 import json, sys, time
 from pathlib import Path
 sys.path[:0] = {paths!r}
-from relgate.manifest.schema import read_toml
+from relgate.core.schema import read_toml
 from relgate.manifest.specs import parse_host
 from relgate.remote import ssh
 from relgate.run.hosts import Host, HostFacts
@@ -202,7 +202,7 @@ _FABRIC = """
 import json, resource, sys, time
 from pathlib import Path
 sys.path[:0] = {paths!r}
-from relgate.manifest.schema import read_toml
+from relgate.core.schema import read_toml
 from relgate.manifest.specs import parse_host
 from relgate.remote.ssh import connect
 host_file = Path({host_file!r})

@@ -17,7 +17,7 @@ import pytest
 from conftest import REPO, Project
 from relgate.core.errors import InputError, ManifestError
 from relgate.manifest.intentional import parse_intentional
-from relgate.manifest.schema import display_path, read_toml
+from relgate.core.schema import display_path, read_toml
 from relgate.manifest.specs import CommandSpec, parse_builds, parse_host, parse_project
 from relgate.manifest.workspace import LOCAL_HOST, Workspace
 
@@ -464,7 +464,7 @@ def test_a_symlink_loop_for_project_toml_is_one_line(layout: tuple[Path, Path, P
 
 def test_lane_targets_refuse_blank_commands_and_nan_timeouts(tmp_path: Path) -> None:
     from relgate.manifest.lanes import _parse_target
-    from relgate.manifest.schema import Checker
+    from relgate.core.schema import Checker
 
     c = Checker(tmp_path / "lanes.toml")
     _parse_target(c, "t", {"path": "tests/t.c", "command": "  ", "timeout": float("nan")})
@@ -701,7 +701,7 @@ def test_the_name_rule_is_one_declarative_definition_exportable_as_json_schema()
 
     import jsonschema
 
-    from relgate.manifest.schema import NAME
+    from relgate.core.schema import NAME
 
     schema = NAME.json_schema()
     assert schema["maxLength"] == 200 and schema["minLength"] == 1
@@ -831,7 +831,7 @@ def test_checklist_item_ids_go_through_the_name_rule(tmp_path: Path) -> None:
 def test_the_seconds_rule_exports_as_json_schema_and_agrees_with_the_checker(tmp_path: Path) -> None:
     import jsonschema
 
-    from relgate.manifest.schema import Checker, seconds_json_schema
+    from relgate.core.schema import Checker, seconds_json_schema
 
     for zero in (False, True):
         schema = seconds_json_schema(zero=zero)

@@ -15,7 +15,7 @@ from steps_support import run_in_repo
 
 from relgate.core.errors import ManifestError
 from relgate.core.verdict import Verdict
-from relgate.manifest.schema import read_toml
+from relgate.core.schema import read_toml
 from relgate.manifest.specs import CommandSpec, parse_host
 from relgate.run.executor import LocalExecutor
 from relgate.run.hosts import Host, HostFacts

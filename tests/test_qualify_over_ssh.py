@@ -246,7 +246,7 @@ def test_the_kits_own_sshd_under_its_loader_and_nss_wrapper_qualifies_the_same(t
 
 
 def test_delivery_runs_git_with_the_host_files_path(tmp_path: Path) -> None:
-    from relgate.manifest.schema import read_toml
+    from relgate.core.schema import read_toml
     from relgate.manifest.specs import parse_host
     from relgate.remote.delivery import deliver
     from relgate.remote.ssh import SshExecutor

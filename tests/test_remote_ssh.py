@@ -20,7 +20,7 @@ FILE_SECONDS = 35  # about how long this file takes here: it starts early (tests
 
 pytestmark = pytest.mark.skipif(sshd_missing() is not None, reason=sshd_missing() or "")
 
-from relgate.manifest.schema import read_toml  # noqa: E402
+from relgate.core.schema import read_toml  # noqa: E402
 from relgate.manifest.specs import parse_host  # noqa: E402
 from relgate.remote.delivery import deliver  # noqa: E402
 from relgate.remote.locks import LockHeld, acquire, lock_dir, parse_gpu_processes, release  # noqa: E402

@@ -16,7 +16,7 @@ from conftest import Project, git
 pytestmark = pytest.mark.skipif(sshd_missing() is not None, reason=sshd_missing() or "")
 
 from relgate.core.errors import ManifestError  # noqa: E402
-from relgate.manifest.schema import read_toml  # noqa: E402
+from relgate.core.schema import read_toml  # noqa: E402
 from relgate.manifest.specs import parse_host  # noqa: E402
 from relgate.remote.delivery import deliver  # noqa: E402
 from relgate.remote.ssh import SshError, SshExecutor  # noqa: E402

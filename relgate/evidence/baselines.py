@@ -30,7 +30,7 @@ from relgate.evidence.stream_write import count_cells, write_sorted
 from relgate.ledger.identity import ProjectIdentity
 from relgate.ledger.store import BaselineRow, EvidenceRow, Ledger
 from relgate.manifest.intentional import IntentionalChange
-from relgate.manifest.schema import display_path
+from relgate.core.schema import display_path
 
 __all__ = ["Capture", "board_key", "captures_at", "accept", "BoardReport", "EvidenceReport", "check"]
 

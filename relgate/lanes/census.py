@@ -74,7 +74,7 @@ from relgate.core.readers import read_user_file
 from relgate.core.record import record
 from relgate.kinds.registry import kind_of
 from relgate.manifest.lanes import LaneRef, LaneRow, LanesFile
-from relgate.manifest.schema import did_you_mean, display_path
+from relgate.core.schema import did_you_mean, display_path
 from relgate.manifest.targets import Target
 
 __all__ = [
@@ -261,7 +261,7 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
 
 def _undeclared_tests(root: Path, targets: Sequence[Target], report: _Report) -> None:
     from relgate.manifest.pyfacts import collect_test_files
-    from relgate.manifest.schema import read_toml
+    from relgate.core.schema import read_toml
 
     pyproject = root / "pyproject.toml"
     try:

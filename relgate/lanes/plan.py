@@ -15,7 +15,7 @@ from collections.abc import Collection, Sequence
 from relgate.core.errors import InputError
 from relgate.kinds.registry import kind_of
 from relgate.manifest.lanes import LaneDef, LanesSpec, TargetOptions
-from relgate.manifest.schema import did_you_mean
+from relgate.core.schema import did_you_mean
 from relgate.manifest.specs import CommandSpec, ProjectSpec
 from relgate.manifest.targets import Target
 from relgate.run.hosts import Host

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from relgate.manifest.schema import Checker, read_toml
+from relgate.core.schema import Checker, read_toml
 from relgate.manifest.targets import Target
 
 __all__ = ["CARGO_TARGET_TABLES", "discover_cargo_targets", "cargo_features", "package_version"]

@@ -46,7 +46,7 @@ from typing import Any
 
 from relgate.core.record import record
 from relgate.manifest.keys import CPU_BACKENDS, AUTO_KINDS, CHECKLIST, KNOWN_BACKENDS
-from relgate.manifest.schema import Checker, did_you_mean
+from relgate.core.schema import Checker, did_you_mean
 
 __all__ = ["AUTO_KINDS", "KNOWN_BACKENDS", "ChecklistItem", "ReleaseSpec", "ChecklistSpec", "parse_checklist"]
 

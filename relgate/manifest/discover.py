@@ -29,8 +29,8 @@ from relgate.kinds.make import MAKEFILES
 from relgate.kinds.registry import kinds as all_kinds
 from relgate.manifest.make_db import MakeDatabase, parse_database
 from relgate.manifest.pyfacts import BuildFacts, TestDeps
-from relgate.manifest.repo_paths import inside
-from relgate.manifest.schema import NAME, Checker, display_path, read_toml
+from relgate.core.repo_paths import inside
+from relgate.core.schema import NAME, Checker, display_path, read_toml
 
 __all__ = ["CargoFacts", "CargoTarget", "MakeFacts", "PythonFacts", "detect_kinds", "read_cargo", "read_make",
            "read_python", "make_targets_of", "gpu_features"]

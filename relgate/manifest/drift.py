@@ -17,7 +17,7 @@ from relgate.kinds.make import MAKE
 from relgate.kinds.python import PYTHON
 from relgate.kinds.registry import kind_of
 from relgate.manifest.discover import read_cargo, read_make, read_python
-from relgate.manifest.schema import display_path, read_toml
+from relgate.core.schema import display_path, read_toml
 
 if TYPE_CHECKING:
     from relgate.manifest.specs import ProjectSpec
@@ -144,7 +144,7 @@ _BY_KIND = {CARGO.name: _cargo_drift, MAKE.name: _make_drift, PYTHON.name: _pyth
 
 def _target_paths(lanes_path: Path) -> set[str]:
     """The ``path`` of every ``[target.NAME]`` the lanes file declares."""
-    from relgate.manifest.schema import read_toml
+    from relgate.core.schema import read_toml
 
     targets = read_toml(lanes_path).get("target", {})
     return {t["path"] for t in targets.values() if isinstance(t, dict) and isinstance(t.get("path"), str)} \

@@ -12,7 +12,7 @@ from dataclasses import field
 from typing import Any
 
 from relgate.core.record import record
-from relgate.manifest.schema import Checker
+from relgate.core.schema import Checker
 
 __all__ = ["ProbeSpec", "SlurmBoard", "SlurmSpec", "parse_gpus", "parse_probes", "parse_slurm", "GPU_ALL"]
 

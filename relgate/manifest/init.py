@@ -47,8 +47,8 @@ from relgate.manifest.init_files import (
 )
 from relgate.manifest.keys import BUILTIN_LANES, PROJECT_KINDS
 from relgate.manifest.reference import schema_comment
-from relgate.manifest.repo_paths import inside
-from relgate.manifest.schema import display_path
+from relgate.core.repo_paths import inside
+from relgate.core.schema import display_path
 from relgate.manifest.skip_limits import Skips
 
 if TYPE_CHECKING:

@@ -16,7 +16,7 @@ from typing import Any
 
 from relgate.core.record import record
 from relgate.manifest.keys import INTENTIONAL
-from relgate.manifest.schema import Checker
+from relgate.core.schema import Checker
 
 __all__ = ["IntentionalChange", "parse_intentional"]
 

@@ -14,7 +14,7 @@ import shlex
 from relgate.core.text import words
 from relgate.kinds.registry import kind_choices, kinds
 from relgate.manifest.fields import FileSpec, Key, Rule, above, at_least, key, nonblank, one_of_keys, pattern, text_rule
-from relgate.manifest.schema import MAX_SECONDS, NAME
+from relgate.core.schema import MAX_SECONDS, NAME
 
 __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", "BUILTIN_LANES", "LANE_MODES",
            "FORMATS", "DIRECTIONS", "AUTO_KINDS", "KNOWN_BACKENDS", "CPU_BACKENDS", "TRANSFERS", "SLURM_KEYS",

@@ -9,7 +9,7 @@ import re
 from collections.abc import Collection, Mapping
 
 from relgate.manifest.lanes import LanesFile
-from relgate.manifest.schema import display_path, read_text
+from relgate.core.schema import display_path, read_text
 
 __all__ = ["features_in", "lane_file_features"]
 

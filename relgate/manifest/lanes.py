@@ -28,7 +28,7 @@ from relgate.core.record import record
 from relgate.kinds.registry import kind_of
 from relgate.manifest.host_extras import parse_gpus
 from relgate.manifest.keys import BUILTIN_LANES, LANE_MODES, LANES
-from relgate.manifest.schema import Checker, did_you_mean, display_path, loads_toml, read_text, read_toml
+from relgate.core.schema import Checker, did_you_mean, display_path, loads_toml, read_text, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec
 from relgate.manifest.targets import Target
 

@@ -33,7 +33,7 @@ from typing import Any
 
 from relgate.core.record import record
 from relgate.manifest.keys import DIRECTIONS, FORMATS, MEASUREMENTS
-from relgate.manifest.schema import Checker
+from relgate.core.schema import Checker
 
 __all__ = ["FORMATS", "DIRECTIONS", "FILLED", "Band", "MeasureSpec", "QualitySpec", "MeasurementsSpec",
            "parse_measurements", "parse_band"]

@@ -52,7 +52,7 @@ from relgate.core.text import words
 from relgate.kinds.registry import kind_of
 from relgate.kinds.registry import kinds as all_kinds
 from relgate.manifest.keys import PACKAGE, WARNING_POLICIES
-from relgate.manifest.schema import Checker, display_path, read_toml
+from relgate.core.schema import Checker, display_path, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec, _command
 
 __all__ = ["PACKAGE_FILE", "ArchiveLimits", "DEFAULT_LIMITS", "LockEntry", "PackageManifest", "PackageSpec",

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
 from relgate.core.counts import skip_limit_text
-from relgate.manifest.schema import display_path
+from relgate.core.schema import display_path
 
 if TYPE_CHECKING:
     from relgate.manifest.lanes import LanesSpec

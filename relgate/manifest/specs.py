@@ -32,7 +32,7 @@ from relgate.manifest.keys import (
     WARNING_POLICIES,
 )
 from relgate.manifest.host_extras import ProbeSpec, SlurmSpec, parse_gpus, parse_probes, parse_slurm
-from relgate.manifest.schema import Checker, did_you_mean, printable
+from relgate.core.schema import Checker, did_you_mean, printable
 
 __all__ = [
     "PROJECT_KINDS", "AllowRule", "CommandSpec", "ProjectSpec", "ReleaseTarget", "Matrix", "Check",
@@ -566,7 +566,7 @@ def _reason(c: Checker, t: Mapping[str, Any], key: str) -> str | None:
 def cwd_problems(builds: BuildsSpec, root: Path) -> list[str]:
     """Each step's ``cwd`` must be a folder inside the project root (symlinks resolved): one
     line per problem, naming builds.toml and the dotted key."""
-    from relgate.manifest.schema import display_path
+    from relgate.core.schema import display_path
 
     shown = display_path(builds.source)
     real_root = Path(root).resolve()

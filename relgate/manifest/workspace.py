@@ -20,7 +20,7 @@ from relgate.core.memo import Memo
 from relgate.core.record import record
 from relgate.manifest.intentional import IntentionalChange, parse_intentional
 from relgate.manifest.lanes import LanesSpec, load_lanes
-from relgate.manifest.schema import display_path, read_toml
+from relgate.core.schema import display_path, read_toml
 from relgate.manifest.specs import (
     BuildsSpec,
     HostSpec,
@@ -133,7 +133,7 @@ class Workspace:
 def measure_target_problems(measurements: Any, lanes: Any) -> list[str]:
     """Every ``measure.NAME.target`` / ``quality.NAME.target`` names a target with a lane of
     ``lanes``: found at ``check``, not first when ``compare`` runs it."""
-    from relgate.manifest.schema import did_you_mean
+    from relgate.core.schema import did_you_mean
 
     out = []
     names = [t.name for t in lanes.targets if t.name]

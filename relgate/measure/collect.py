@@ -28,7 +28,7 @@ from relgate.ledger.gitfacts import GitFacts, read_git_facts
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import TargetOptions
 from relgate.manifest.measures import MeasureSpec
-from relgate.manifest.schema import did_you_mean, display_path
+from relgate.core.schema import did_you_mean, display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
 from relgate.measure.measurements import Row, parse_rows, record_batch

@@ -54,7 +54,7 @@ from typing import IO
 from relgate.core.errors import ExecutionError, InputError
 from relgate.core.record import record
 from relgate.manifest.package_spec import DEFAULT_LIMITS, ArchiveLimits
-from relgate.manifest.schema import display_path
+from relgate.core.schema import display_path
 
 __all__ = ["ArchiveError", "ArchiveLimits", "Member", "Extracted", "ARCHIVE_SUFFIXES", "is_archive_name",
            "read_members", "extract", "printable"]

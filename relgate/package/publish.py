@@ -49,7 +49,7 @@ from relgate.kinds.registry import kind_of
 from relgate.core.redact import is_secret_name
 from relgate.manifest.options import RunOptions
 from relgate.manifest.package_spec import read_lock
-from relgate.manifest.schema import display_path, read_toml
+from relgate.core.schema import display_path, read_toml
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
 from relgate.package.verify import (

@@ -49,7 +49,7 @@ from relgate.core.files import sha256_file
 from relgate.kinds.registry import kind_of
 from relgate.manifest.options import RunOptions
 from relgate.manifest.package_spec import load_package_manifest
-from relgate.manifest.schema import display_path
+from relgate.core.schema import display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.targets import Target
 from relgate.manifest.workspace import Workspace

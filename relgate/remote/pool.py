@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
-from relgate.manifest.schema import did_you_mean
+from relgate.core.schema import did_you_mean
 from relgate.manifest.workspace import Workspace
 from relgate.remote.errors import SshError
 from relgate.run.executor import CommandRequest, CommandResult, Executor, LocalExecutor, LogSink, refused

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from relgate.core.errors import ManifestError
 from relgate.core.record import record
-from relgate.manifest.schema import did_you_mean, display_path
+from relgate.core.schema import did_you_mean, display_path
 from relgate.manifest.specs import AllowRule, BuildsSpec, Check, CommandSpec, StepOptions
 from relgate.run.outcomes import StepFailed, StepNotRun
 

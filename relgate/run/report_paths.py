@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 from relgate.ledger.gitfacts import git_ignores
-from relgate.manifest.schema import display_path
+from relgate.core.schema import display_path
 
 __all__ = ["report_inside_tree"]
 

@@ -16,7 +16,7 @@ from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.checklist import ChecklistItem, ChecklistSpec
-from relgate.manifest.schema import did_you_mean, display_path
+from relgate.core.schema import did_you_mean, display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
 from relgate.remote.pool import host_pool

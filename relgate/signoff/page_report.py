@@ -15,7 +15,7 @@ from relgate.core.files import write_output
 from relgate.ledger.gitfacts import GitFacts, read_git_facts, resolve_commit
 from relgate.ledger.store import Ledger, StepRow
 from relgate.manifest.checklist import ChecklistSpec, ReleaseSpec
-from relgate.manifest.schema import display_path
+from relgate.core.schema import display_path
 from relgate.manifest.workspace import Workspace
 from relgate.signoff.assemble import Signoff, assemble
 

@@ -20,7 +20,7 @@ from relgate.core.files import write_output
 from relgate.core.record import record
 from relgate.ledger.gitfacts import start_git_facts
 from relgate.ledger.store import Ledger
-from relgate.manifest.schema import display_path
+from relgate.core.schema import display_path
 from relgate.manifest.workspace import Workspace
 
 if TYPE_CHECKING:

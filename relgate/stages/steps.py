@@ -16,7 +16,7 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BaselineRow, Ledger
 from relgate.manifest.lanes import BUILTIN_LANE_DEFS, LanesSpec
 from relgate.manifest.options import RunOptions
-from relgate.manifest.schema import did_you_mean, display_path
+from relgate.core.schema import did_you_mean, display_path
 from relgate.manifest.workspace import Workspace
 from relgate.remote.pool import host_pool
 from relgate.run.facts import start_facts

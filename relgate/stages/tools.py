@@ -47,7 +47,7 @@ def _schema_options(sch: argparse.ArgumentParser) -> None:
 def init(workspace: Workspace, args: argparse.Namespace, out: IO[str]) -> Outcome:
     from relgate.manifest.drift import drift
     from relgate.manifest.init import plan_init, write_plan
-    from relgate.manifest.schema import display_path
+    from relgate.core.schema import display_path
 
     root = args.path.resolve()
     manifests = args.init_manifests or args.manifests
@@ -110,7 +110,7 @@ def _skip_drift(mdir: Path, skips: dict[str, tuple[int, int, str]] | None) -> li
     if not skips:
         return []
     from relgate.manifest.lanes import load_lanes
-    from relgate.manifest.schema import read_toml
+    from relgate.core.schema import read_toml
     from relgate.manifest.skip_limits import skip_drift
     from relgate.manifest.specs import parse_project
 
@@ -138,7 +138,7 @@ def schema(workspace: Workspace, args: argparse.Namespace, out: IO[str]) -> Outc
     known = [s.name for s in FILES]
     for name in args.names:
         if name not in known:
-            from relgate.manifest.schema import did_you_mean
+            from relgate.core.schema import did_you_mean
 
             raise InputError(f"schema {name}: no such manifest file{did_you_mean(name, known)} "
                              f"(one of {', '.join(known)})")

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from relgate.core.errors import InputError
-from relgate.manifest.schema import display_path
+from relgate.core.schema import display_path
 
 __all__ = ["inside"]
 
