@@ -36,11 +36,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from _common import DEFAULT_ROUNDS, NOOP_NOXFILE, REPO, Bench, failed, judge, make_project, spread, timed  # noqa: E402,E501
-from relgate.stages import steps as stages  # noqa: E402
 from relgate.ledger.store import Ledger  # noqa: E402
 from relgate.manifest.workspace import Workspace  # noqa: E402
 from relgate.remote.pool import host_pool  # noqa: E402
 from relgate.run.plan import PlannedStep  # noqa: E402
+from relgate.stages import steps as stages  # noqa: E402
 
 EXAMPLE = "tinyinfer"
 GOAL = 1.10

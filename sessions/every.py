@@ -8,7 +8,7 @@ import nox
 
 # Each module registers its sessions; the modules import the engine inside each session
 # function, so listing imports none of it.
-from . import host, lanes, evidence, package, signoff  # noqa: F401,I001
+from . import evidence, host, lanes, package, signoff  # noqa: F401,I001
 
 nox.options.default_venv_backend = "none"
 nox.options.sessions = ["host"]

@@ -22,8 +22,8 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import stat
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Iterator, Sequence

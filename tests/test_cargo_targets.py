@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from relgate.core.errors import InputError
-from relgate.manifest.cargo import cargo_features, discover_cargo_targets, package_version
+from relgate.kinds.cargo.crate import cargo_features, discover_cargo_targets, package_version
 from relgate.manifest.targets import Target
 
 needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on PATH")

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from relgate.core.errors import InputError
+from relgate.kinds.cargo.crate import discover_cargo_targets
 from relgate.lanes.census import PYTHON_RULES, RULES, Violation, census_exit_code, render_violations, run_census
-from relgate.manifest.cargo import discover_cargo_targets
 from relgate.manifest.lanes import BUILTIN_LANES, LaneRow, read_lanes_file
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.targets import Target

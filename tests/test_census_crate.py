@@ -8,8 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import Project
 from test_no_vacuous_pass import fixture_project, rows
+
+from conftest import Project
 
 FILE_SECONDS = 20
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import shutil
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
+import tomllib
 
 from conftest import EXAMPLES, Project, git
 from conftest import relgate_typed as relgate

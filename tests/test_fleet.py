@@ -18,10 +18,10 @@ import pytest
 from netns_support import NetnsHost, netns_hosts, netns_missing
 
 from conftest import git, ledger_of, pid_gone, wait_for
+from relgate.core.schema import read_toml
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts, read_git_facts
 from relgate.ledger.store import Ledger
-from relgate.core.schema import read_toml
 from relgate.manifest.specs import CommandSpec, parse_host
 from relgate.run.hosts import Host, HostFacts
 from relgate.run.plan import PlannedStep
@@ -194,8 +194,8 @@ for peer in os.environ["RELGATE_WORKERS"].split(","):
 def _multihost(tmp: Path, toml: str):  # type: ignore[no-untyped-def]
     import tomllib
 
-    from relgate.manifest.lanes import BUILTIN_LANE_DEFS, parse_many_hosts
     from relgate.core.schema import Checker
+    from relgate.manifest.lanes import BUILTIN_LANE_DEFS, parse_many_hosts
 
     c = Checker(tmp / "lanes.toml")
     _, steps = parse_many_hosts(c, tomllib.loads(toml), BUILTIN_LANE_DEFS)

@@ -10,8 +10,8 @@ import tomllib
 
 from conftest import copy_example
 from relgate.core.errors import ManifestError
-from relgate.manifest.lanes import BUILTIN_LANE_DEFS, load_lanes, parse_many_hosts
 from relgate.core.schema import Checker
+from relgate.manifest.lanes import BUILTIN_LANE_DEFS, load_lanes, parse_many_hosts
 from relgate.manifest.specs import parse_builds
 
 WORKER = '[multihost.tp.role.worker]\ncommand = "w"\nready_line = "up"\n'

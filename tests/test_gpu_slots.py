@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 from steps_support import Quiet, one_commit_repo, run_in_repo
 
+from relgate.core.schema import read_toml
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.store import Ledger
-from relgate.core.schema import read_toml
 from relgate.manifest.specs import CommandSpec, parse_host
 from relgate.run.executor import LocalExecutor
 from relgate.run.hosts import Host, HostFacts, parse_nvidia_smi_uuids

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from conftest import Project, needs_nvcc
 
 FILE_SECONDS = 45  # about how long this file takes here: it starts early (tests/conftest.py)

@@ -12,7 +12,7 @@ import pytest
 from conftest import REPO, Project, git
 from conftest import relgate_typed as relgate
 from conftest import typed as run
-from relgate.manifest.discover import make_targets_of
+from relgate.kinds.make.reader import make_targets_of
 
 FILE_SECONDS = 80  # about how long this file takes here: it starts early (tests/conftest.py)
 
@@ -245,7 +245,7 @@ def test_init_on_relgate_itself_then_host_and_package_verify_are_green(tmp_path)
 
 
 def test_the_cargo_toml_fallback_reads_what_cargo_metadata_reads(monkeypatch):
-    import relgate.manifest.discover as discover
+    import relgate.kinds.cargo.reader as discover
 
     crate = REPO / "examples" / "scankern"
     real = discover.read_cargo(crate)

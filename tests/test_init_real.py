@@ -11,8 +11,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from conftest import Project
 from test_no_vacuous_pass import fixture_project, rows
+
+from conftest import Project
 
 FILE_SECONDS = 40
 
@@ -151,7 +152,7 @@ def test_a_crate_in_the_runbooks_layout_goes_from_init_to_a_complete_sign_off(tm
 def test_the_features_that_switch_cuda_on() -> None:
     """As cargo metadata lists a CUDA crate's features (cudarc's names; a feature that enables
     one, or a CUDA dependency, switches CUDA on too)."""
-    from relgate.manifest.discover import gpu_features
+    from relgate.kinds.cargo.reader import gpu_features
 
     table = {"cuda": [], "full": ["cuda", "f16"], "cublas": [], "curand": [], "f16": [], "std": [],
              "gpu": ["dep:cudarc"], "nccl": ["cudarc/nccl"], "culture": [], "dynamic-loading": []}
@@ -196,7 +197,7 @@ def test_the_generated_noxfile_works_with_relgate_installed_as_a_wheel(tmp_path:
 def test_the_feature_matrix_holds_the_crates_features_not_its_optional_dependencies(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Read with cargo metadata and, where cargo is missing, from Cargo.toml: the same features."""
-    import relgate.manifest.discover as discover
+    import relgate.kinds.cargo.reader as discover
 
     crate = tmp_path / "gpucrate"
     (crate / "src").mkdir(parents=True)

@@ -8,13 +8,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tomllib
 from pathlib import Path
 
 import pytest
-
-from conftest import Project
+import tomllib
 from test_init import relgate
+
+from conftest import Project, typed
 
 needs_make = pytest.mark.skipif(shutil.which("make") is None, reason="make is not on PATH (apt-get install -y make)")
 needs_cargo = pytest.mark.skipif(shutil.which("cargo") is None, reason="cargo is not on PATH")
@@ -206,7 +206,7 @@ def test_the_make_database_read_is_bounded_in_time(tmp_path: Path, monkeypatch: 
     """`include` of a FIFO nobody writes (make waits) or of /dev/zero (make reads forever):
     relgate gives up after MAKE_TIMEOUT with one line."""
     from relgate.core.errors import InputError
-    from relgate.manifest import discover
+    from relgate.kinds.make import reader as discover
 
     root, _ = _make_repo(tmp_path, f"include {included}\nall:\n\techo hi\n.PHONY: all\n")
     if included == "pipe.mk":
@@ -249,3 +249,20 @@ def test_a_place_init_cannot_write_is_one_line_and_nothing_half_written(tmp_path
     assert len(done.stderr.strip().splitlines()) == 1
     if shape == "gitignore-is-a-fifo":
         assert "not a regular file" in done.stderr and not (root / "manifests").exists()
+
+
+def test_a_crate_target_that_is_a_fifo_is_read_as_nothing_not_waited_on(tmp_path: Path) -> None:
+    """init reads each target file's leading lines for a `#![cfg(feature = …)]`: a FIFO declared
+    as a [[test]]'s path is no file to read (it would wait for a writer forever)."""
+    root = tmp_path / "crate"
+    (root / "src").mkdir(parents=True)
+    (root / "tests").mkdir()
+    (root / "src" / "lib.rs").write_text("")
+    (root / "tests" / "gated.rs").write_text('#![cfg(feature = "cuda")]\n#[test]\nfn t() {}\n')
+    os.mkfifo(root / "tests" / "pipe.rs")
+    (root / "Cargo.toml").write_text('[package]\nname = "crate"\nversion = "0.1.0"\nedition = "2021"\n\n'
+                                     '[features]\ncuda = []\n\n[[test]]\nname = "pipe"\npath = "tests/pipe.rs"\n')
+    done = typed(root, sys.executable, "-m", "relgate.cli", "init", str(root), "--kind", "cargo", "--dry-run",
+                 timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert '"pipe"' in done.stdout and '"gated"' in done.stdout

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from relgate.kinds.registry import DEFAULT_KIND, kind_choices, kind_names, kind_of
-from relgate.manifest.discover import detect_kinds
+from relgate.kinds.registry import DEFAULT_KIND, detect_kinds, kind_choices, kind_names, kind_of
 from relgate.manifest.keys import PROJECT_KINDS
 from relgate.manifest.package_spec import _ONLY
 from relgate.manifest.specs import version_problem

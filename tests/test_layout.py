@@ -362,14 +362,6 @@ def _kind_switches(source: str, name: str = "<source>") -> list[str]:
     return found
 
 
-#: The switches left, each named: the init readers and the init --check drift of the three kinds
-#: written before ProjectKind.discover (they read with the manifest floor's cargo, make and
-#: pyproject readers). A kind that answers discover() — cmake — goes through neither. The list
-#: only shrinks: a new switch anywhere fails this test.
-OLDER_KINDS_TABLES = ["relgate/manifest/drift.py: a dict keyed by kind adapters' names",
-                      "relgate/manifest/init.py: a dict keyed by kind adapters' names"]
-
-
 def test_no_kind_switch_outside_the_kind_adapters():
     """A project kind is one adapter in relgate/kinds/ (behind one interface, in one registry):
     nowhere else compares a kind's name, so adding a kind touches its adapter and the registry."""
@@ -378,7 +370,25 @@ def test_no_kind_switch_outside_the_kind_adapters():
         if path.relative_to(ENGINE).parts[0] == "kinds":
             continue
         found += _kind_switches(path.read_text(), str(path.relative_to(REPO)))
-    assert sorted(re.sub(r":\d+:", ":", f) for f in found) == OLDER_KINDS_TABLES
+    assert found == []
+
+
+#: what the rest of the engine may import from relgate/kinds/: the interface, its records, the
+#: registry and the shared TOML writing; never a kind's own package
+KINDS_INTERFACE = ("relgate.kinds.base", "relgate.kinds.found", "relgate.kinds.registry", "relgate.kinds.writing")
+
+
+def test_only_the_kinds_interface_is_imported_outside_relgate_kinds():
+    """A kind's readers, writers and facts stay behind its adapter: a module outside relgate/kinds/
+    that imports relgate.kinds.cargo.reader (say) has grown a kind switch by another name."""
+    wrong = []
+    for path in _modules():
+        if path.relative_to(ENGINE).parts[0] == "kinds":
+            continue
+        for line, module in _imports(path):
+            if module.startswith("relgate.kinds") and module not in KINDS_INTERFACE:
+                wrong.append(f"{path.relative_to(REPO)}:{line}: imports {module}")
+    assert wrong == []
 
 
 def test_the_kind_switch_check_finds_a_switch():

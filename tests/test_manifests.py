@@ -16,8 +16,8 @@ import pytest
 
 from conftest import REPO, Project
 from relgate.core.errors import InputError, ManifestError
-from relgate.manifest.intentional import parse_intentional
 from relgate.core.schema import display_path, read_toml
+from relgate.manifest.intentional import parse_intentional
 from relgate.manifest.specs import CommandSpec, parse_builds, parse_host, parse_project
 from relgate.manifest.workspace import LOCAL_HOST, Workspace
 
@@ -463,8 +463,8 @@ def test_a_symlink_loop_for_project_toml_is_one_line(layout: tuple[Path, Path, P
 
 
 def test_lane_targets_refuse_blank_commands_and_nan_timeouts(tmp_path: Path) -> None:
-    from relgate.manifest.lanes import _parse_target
     from relgate.core.schema import Checker
+    from relgate.manifest.lanes import _parse_target
 
     c = Checker(tmp_path / "lanes.toml")
     _parse_target(c, "t", {"path": "tests/t.c", "command": "  ", "timeout": float("nan")})

@@ -6,9 +6,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-
 import mutants
+import pytest
 from mutants import MUTANTS, Mutant, Tree, copy_tree, outcome
 
 FILE_SECONDS = 120  # about how long this file takes here: it starts early (tests/conftest.py)

@@ -11,6 +11,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from conftest import Project, copy_hosts, git
 
 FILE_SECONDS = 60

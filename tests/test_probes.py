@@ -14,8 +14,8 @@ from sshd_support import sshd_missing, start_sshd
 from steps_support import run_in_repo
 
 from relgate.core.errors import ManifestError
-from relgate.core.verdict import Verdict
 from relgate.core.schema import read_toml
+from relgate.core.verdict import Verdict
 from relgate.manifest.specs import CommandSpec, parse_host
 from relgate.run.executor import LocalExecutor
 from relgate.run.hosts import Host, HostFacts

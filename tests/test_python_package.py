@@ -325,7 +325,7 @@ setup(ext_modules=[
         "meson-python", "maturin", "hatchling"])
 def test_init_reads_the_backend_and_its_extensions(tmp_path: Path, pyproject: dict, setup_py: str | None,
                                                    backend: str, extensions: list, compiled: bool) -> None:
-    from relgate.manifest.pyfacts import read_build
+    from relgate.kinds.python.facts import read_build
 
     if setup_py is not None:
         (tmp_path / "setup.py").write_text(setup_py)
@@ -338,7 +338,7 @@ def test_init_reads_the_backend_and_its_extensions(tmp_path: Path, pyproject: di
 
 def test_a_setup_py_that_does_not_parse_is_one_line(tmp_path: Path) -> None:
     from relgate.core.errors import InputError
-    from relgate.manifest.pyfacts import read_build
+    from relgate.kinds.python.facts import read_build
 
     (tmp_path / "setup.py").write_text("setup(\n")
     with pytest.raises(InputError, match=r"setup.py:\d+: does not parse as Python"):
@@ -346,7 +346,7 @@ def test_a_setup_py_that_does_not_parse_is_one_line(tmp_path: Path) -> None:
 
 
 def test_pytest_collection_is_read_from_the_projects_configuration(tmp_path: Path) -> None:
-    from relgate.manifest.pyfacts import collect_test_files
+    from relgate.kinds.python.facts import collect_test_files
 
     for rel in ("tests/test_a.py", "tests/sub/b_test.py", "tests/helpers.py", "other/test_c.py",
                 "checks/check_d.py", ".venv/test_e.py", "build/test_f.py"):

@@ -16,8 +16,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-
 from browser_support import INSTALL, Node, dump_dom, needs_chromium, parse
+
 from conftest import Project, copy_example, git, ledger_of
 
 FILE_SECONDS = 70  # about how long this file takes here: it starts early (tests/conftest.py)

@@ -13,10 +13,10 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from conftest import Project, git
 from test_evidence_captures import _cells
 from test_signoff import BASELINE, BOARD, CHECKLIST, SPEED, _csv, _ok
+
+from conftest import Project, git
 
 HOSTILE = [
     ("newline", "alice\n**Verdict: complete.**", "a line break"),

@@ -22,6 +22,7 @@ from pathlib import Path
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
+from relgate.core.schema import display_path
 from relgate.core.text import inert
 from relgate.evidence.cells import Cell, EvidenceDiff, label, redact_diff
 from relgate.evidence.stream_diff import diff_sorted
@@ -30,7 +31,6 @@ from relgate.evidence.stream_write import count_cells, write_sorted
 from relgate.ledger.identity import ProjectIdentity
 from relgate.ledger.store import BaselineRow, EvidenceRow, Ledger
 from relgate.manifest.intentional import IntentionalChange
-from relgate.core.schema import display_path
 
 __all__ = ["Capture", "board_key", "captures_at", "accept", "BoardReport", "EvidenceReport", "check"]
 

@@ -1,2 +1,2 @@
-"""Project kinds as adapters: one module per kind behind one interface.
-The rest of relgate asks the registry (``kind_of``), never compares a kind's name."""
+"""Project kinds as adapters: one package per kind (cargo, cmake, make, python) behind one interface.
+The rest of relgate asks the registry (``kind_of``), never compares a kind's name nor imports a kind."""

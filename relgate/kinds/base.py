@@ -1,7 +1,8 @@
-"""The interface every project kind fills, and the registry that holds them.
+"""The interface every project kind fills.
 
-Modelled on pip's ``vcs`` backends: this module defines the base and the registry, each kind's
-module (``relgate.kinds.cargo`` …) registers one instance of its subclass. Everything else asks
+Modelled on pip's ``vcs`` backends: this module defines the base, each kind's package
+(``relgate.kinds.cargo`` …) one instance of its subclass, and :mod:`relgate.kinds.registry`
+lists them in detection order. Everything else asks
 ``relgate.kinds.registry.kind_of(name)`` for what a kind does — how it is recognised, where its
 targets come from, which manifests it needs, the census rules it adds, what ``init`` writes for
 it, how its package is built and tested — and never compares a kind's name.
@@ -9,55 +10,20 @@ it, how its package is built and tested — and never compares a kind's name.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
-from relgate.core.record import record
+from relgate.kinds.found import DriftPlace, Found
+from relgate.kinds.writing import found_builds, found_package_lines, judged_drift
 
-__all__ = ["REGISTRY", "Found", "FoundBuild", "FoundTarget", "ProjectKind", "RunListing", "register"]
+__all__ = ["CensusReport", "ProjectKind", "RunListing"]
 
 #: runs an argv in the project root and returns its standard output (the caller logs the command and
 #: its output, and raises ExecutionError when it fails): how a kind asks its own test runner what it lists
 RunListing = Callable[[Sequence[str]], str]
-
-
-@record
-class FoundTarget:
-    """A target ``init`` found: a test the project's own runner knows, and the command that runs it alone."""
-
-    name: str
-    labels: tuple[str, ...]  # what the repository calls it (CTest LABELS): the first that is a lane is its lane
-    what: str  # what it is and where it was read: "ctest test, labels gate;cuda (tests/CMakeLists.txt:12)"
-    command: str  # a shell command
-    path: str | None = None  # the file that declares it (the census checks it exists)
-    requires: tuple[str, ...] = ()  # capabilities a host must offer (a GPU arm: cuda)
-
-
-@record
-class FoundBuild:
-    """A build ``init`` found: a release build (``[release.NAME]``) or a test build (a ``[[check]]``)."""
-
-    name: str
-    run: str  # a shell command
-    clean: str | None = None  # starts it clean (a release build)
-    requires: tuple[str, ...] = ()  # a toolkit it needs (nvcc); it compiles without a GPU
-    why: str = ""  # where it was read from
-
-
-@record
-class Found:
-    """What a kind's own reader found in a repository, without running any of its code: what
-    ``init`` writes the manifests from and ``init --check`` compares them with."""
-
-    name: str
-    version: str | None
-    source: str  # what was read: "CMakeLists.txt and CMakePresets.json"
-    targets: tuple[FoundTarget, ...] = ()
-    releases: tuple[FoundBuild, ...] = ()
-    checks: tuple[FoundBuild, ...] = ()  # test builds, held warning-free like the releases
-    notes: tuple[str, ...] = ()  # what could not be read statically, said in builds.toml and by init
-    package_build: str | None = None  # package_verify: builds the extracted source tree
-    package_test: str | None = None  # package_verify: runs its tests there, offline
+#: (rule, target, message): how a kind's census rules report a violation
+CensusReport = Callable[[str, str, str], None]
 
 
 class ProjectKind:
@@ -72,10 +38,6 @@ class ProjectKind:
     needs_lanes: bool = False
     #: without builds.toml no release build is declared (a not-run step in `nox -s host`)
     needs_builds: bool = False
-    #: the census adds the Rust rules (targets of kind test/bench/example/bin in Cargo.toml)
-    rust_census: bool = False
-    #: the census names a collected test file that has no [target.NAME]
-    test_file_census: bool = False
     #: package.toml keys only this kind accepts
     package_keys: tuple[str, ...] = ()
     #: package.dist needs package.dist_glob (the tarball is left where the build says)
@@ -98,10 +60,38 @@ class ProjectKind:
     #: what the project's test runner is called in messages ("CTest"), where it lists tests
     test_runner: str = ""
 
-    def discover(self, root: Path) -> Found | None:
-        """What ``init`` reads from the repository at ``root``, without running any of its code.
-        None: this kind's reader lives on the manifest floor (the kinds written before this hook)."""
+    def discover(self, root: Path) -> Found:
+        """What ``init`` reads from the repository at ``root``, without running any of its code
+        (InputError, one line naming the file, where it cannot be read)."""
+        raise NotImplementedError(self.name)
+
+    def project_targets(self, root: Path) -> Sequence[object] | None:
+        """The targets the project's own manifest declares (``targets_from_project``): records with
+        name, path, kind, required_features, harness, origin and auto; None: a lanes file declares them."""
         return None
+
+    def builds_toml(self, found: Found) -> str:
+        """The text of the ``builds.toml`` init writes (after its schema line)."""
+        return found_builds(found)
+
+    def package_lines(self, found: Found, *, lanes: str | None) -> tuple[list[str], list[str]]:
+        """package.toml's ``[package]`` and ``[publish]`` lines (``lanes``: the project's own lanes file)."""
+        return found_package_lines(found)
+
+    def drift(self, found: Found, place: DriftPlace) -> list[str]:
+        """``init --check``: one line per way the repository moved past its manifests (the version is
+        compared by the caller, for every kind alike)."""
+        return judged_drift(found, place)
+
+    def census_scope(self, targets: Sequence[Any], rows_by_target: Mapping[str, Any]) -> list[Any]:
+        """The declared targets the lane census judges (each is a target record: name, path, kind,
+        origin …; ``rows_by_target``: the [lanes] rows by target)."""
+        return list(targets)
+
+    def census(self, root: Path, targets: Sequence[Any], scoped: Sequence[Any],
+               rows_by_target: Mapping[str, Sequence[Any]], known: Collection[str], report: CensusReport) -> None:
+        """The kind's own census rules beside the common ones: each violation through
+        ``report(rule, target, message)`` (the census orders them)."""
 
     def listed_tests(self, root: Path, run: RunListing) -> tuple[tuple[str, str], ...] | None:
         """(name, where) of every test the project's own test runner lists, asked through ``run``
@@ -118,13 +108,3 @@ class ProjectKind:
                      ignored: bool, args: list[str]) -> list[str] | None:
         """The argv that runs a target derived from the project's manifest (None: declared commands only)."""
         return None
-
-
-REGISTRY: dict[str, ProjectKind] = {}
-
-
-def register(kind: ProjectKind) -> ProjectKind:
-    """Add ``kind`` to the registry (each kind's module calls this once, at import)."""
-    assert kind.name and kind.name not in REGISTRY, kind.name
-    REGISTRY[kind.name] = kind
-    return kind

@@ -53,7 +53,8 @@ Rules, in the order they are reported (``RULES``):
     test the project's own runner lists (CTest: ``ctest --show-only=json-v1`` of a fresh
     configure, asked by the step that runs the census) is a declared target.
 
-Which cargo targets the census covers: tests and benches, any target whose path is under
+The rules marked with a kind are that kind's adapter's (``relgate/kinds/cargo/census.py``,
+``relgate/kinds/python``). Which cargo targets the census covers: tests and benches, any target whose path is under
 ``tools/qualification/``, and any other target (example, bin) that has a lane row.
 Examples and bins without a row are not qualification targets.
 
@@ -67,14 +68,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
-from relgate.core.errors import InputError
-from relgate.core.readers import read_user_file
 from relgate.core.record import record
+from relgate.core.schema import did_you_mean, display_path
+from relgate.kinds.found import target_label
 from relgate.kinds.registry import kind_of
 from relgate.manifest.lanes import LaneRef, LaneRow, LanesFile
-from relgate.core.schema import did_you_mean, display_path
 from relgate.manifest.targets import Target
 
 __all__ = [
@@ -106,21 +105,11 @@ RULES = (
     "undeclared-file",
     "undeclared-test",
 )
-#: The rules that apply only to cargo projects.
-RUST_RULES = ("no-targets", "shared-path", "archived", "gate-ignore", "bench-layout", "qualification-layout", "lane-layout",
-              "undeclared-file")
-#: The rules that apply only to python projects (tests/test_python_package.py has their cases).
+#: The rules that apply only to cargo projects (the cargo adapter's: relgate/kinds/cargo/census.py).
+RUST_RULES = ("no-targets", "shared-path", "archived", "gate-ignore", "bench-layout", "qualification-layout",
+              "lane-layout", "undeclared-file")
+#: The rules that apply only to python projects (its adapter's; tests/test_python_package.py has their cases).
 PYTHON_RULES = ("undeclared-test",)
-#: Lanes whose files may hold no bare ``#[ignore`` (a test no lane would ever run).
-NO_IGNORE_LANES = ("gate", "toolkit")
-#: Lanes whose targets must live under ``tests/`` (the crate's census places these only).
-PLACED_LANES = ("host", "contract", "record")
-ARCHIVE_DIR = "internal/"
-
-TESTS_DIR = "tests/"
-BENCHES_DIR = "benches/"
-QUALIFICATION_DIR = "tools/qualification/"
-QUALIFICATION_FEATURE = "qualification"
 
 
 @record
@@ -134,12 +123,6 @@ class Violation:
 
 _Report = Callable[[str, str, str], None]  # (rule, target, message)
 
-# The crate's own census reads lines: a line that, trimmed, starts with ``#[ignore`` is a
-# violation unless it also holds ``= "invoked by``. relgate reads the attributes a line starts
-# with, so a one-line ``#[test] #[ignore] fn x`` is caught too; a comment is never one.
-_IGNORE = "#[ignore"
-_INVOKED_BY = '= "invoked by'
-
 
 def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: LanesFile,
                known_lanes: Collection[str], references: Sequence[LaneRef] = (),
@@ -147,8 +130,9 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
                runner_tests: tuple[tuple[str, str], ...] | None = None, runner: str = "") -> list[Violation]:
     """Every violation of the census rules, in ``RULES`` order, then by target.
 
-    ``kind`` is the project kind: its adapter says whether the Rust rules (cargo) or the
-    collected-test-file rule (python) apply beside the common ones (make: only those).
+    ``kind`` is the project kind: its adapter says which targets are judged and adds its own
+    rules beside the common ones (``ProjectKind.census``: a crate's layout rules, a Python
+    project's collected test files; make: none).
     ``root`` is the project root the target paths are relative to. ``references``
     are the lanes named outside ``[lanes]``; ``option_files`` the ``[target.NAME]`` tables
     and the file each is in; ``runner_tests`` the (name, where) of each test the project's test
@@ -156,13 +140,12 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
     """
     root = Path(root)
     adapter = kind_of(kind)
-    rust = adapter.rust_census
     known = tuple(dict.fromkeys(known_lanes))
     where = _relative(lanes.path, root)
     rows_by_target: dict[str, list[LaneRow]] = {}
     for row in lanes.rows:
         rows_by_target.setdefault(row.target, []).append(row)
-    scoped = _in_scope(targets, rust, rows_by_target)
+    scoped = adapter.census_scope(targets, rows_by_target)
     found: list[Violation] = []
 
     def report(rule: str, target: str, message: str) -> None:
@@ -208,11 +191,11 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
     # no-name, no-path
     for target in scoped:
         if not target.name:
-            report("no-name", _label(target),
+            report("no-name", target_label(target),
                    f"declared without a name ({target.origin or 'no origin'}); name it and give it a lane")
     for target in scoped:
         if target.path is None:
-            report("no-path", _label(target),
+            report("no-path", target_label(target),
                    f"declared without a path ({target.origin or 'no origin'}); set the path of its source file")
     # duplicate-name
     by_name: dict[str, list[Target]] = {}
@@ -223,155 +206,18 @@ def run_census(*, kind: str, root: Path, targets: Sequence[Target], lanes: Lanes
             listed = "; ".join(_describe(t) for t in group)
             report("duplicate-name", name,
                    f"declared {len(group)} times ({listed}); give each target its own name")
-    # shared-path (a crate's rule: make and python targets may share a file, run with switches)
-    first_by_path: dict[str, Target] = {}
-    for target in scoped if rust else ():
-        if target.path is None:
-            continue
-        first = first_by_path.setdefault(target.path, target)
-        if first is not target:
-            report("shared-path", _label(target),
-                   f"shares {target.path} with {_who(first)}; give each target its own file")
     # missing-file
     for target in scoped:
         if target.path is not None and not (root / target.path).is_file():
             what = "is not a file" if (root / target.path).exists() else "does not exist"
-            report("missing-file", _label(target),
+            report("missing-file", target_label(target),
                    f"{target.path} {what} ({target.origin or 'no origin'}); add the file or fix the path")
-    if rust:
-        for target in scoped:  # archived
-            if target.path is not None and target.path.startswith(ARCHIVE_DIR):
-                report("archived", _label(target),
-                       f"{target.path} points into the archive ({ARCHIVE_DIR}); archived stands stay out of the "
-                       "manifest: drop the target (and its lane row)")
-        if not any(t.kind in ("test", "bench") for t in targets):
-            report("no-targets", "Cargo.toml",
-                   "has no test or bench target (none declared, none auto-discovered); add the targets the "
-                   "lanes run")
-        _rust_rules(root, scoped, rows_by_target, known, report)
-        _undeclared_files(root, targets, report)
-    elif adapter.test_file_census:
-        _undeclared_tests(root, targets, report)
+    adapter.census(root, targets, scoped, rows_by_target, known, report)
     for name, place in runner_tests or ():
         if name not in every_name:
             report("undeclared-test", name, f"{runner or 'the test runner'} lists it ({place}), no target declares "
                    f"it; declare [target.{name}] with the command that runs it, and give it a lane")
     return _ordered(found)
-
-
-def _undeclared_tests(root: Path, targets: Sequence[Target], report: _Report) -> None:
-    from relgate.manifest.pyfacts import collect_test_files
-    from relgate.core.schema import read_toml
-
-    pyproject = root / "pyproject.toml"
-    try:
-        data = read_toml(pyproject) if pyproject.is_file() else {}
-    except Exception:  # noqa: BLE001 - a broken pyproject.toml is the loader's finding, not the census's
-        data = {}
-    declared = {t.path for t in targets if t.path is not None}
-    for path in collect_test_files(root, data):
-        if path not in declared:
-            report("undeclared-test", path, "a test file pytest collects, with no lane; declare [target.NAME] "
-                   "(path and command) and give it a lane in this commit, or delete it")
-
-
-def _rust_rules(root: Path, scoped: Sequence[Target], rows_by_target: Mapping[str, list[LaneRow]],
-                known: Collection[str], report: _Report) -> None:
-    # (target, name, path, lane) for every target with a name, a path and one known lane;
-    # an unknown or ambiguous lane is reported by the common rules, the layout waits for it
-    checked: list[tuple[Target, str, str, str]] = []
-    for target in scoped:
-        rows = rows_by_target.get(target.name or "", [])
-        if target.name and target.path is not None and len({row.lane for row in rows}) == 1 \
-                and rows[0].lane in known and not target.path.startswith(ARCHIVE_DIR):  # archived: drop it, that is all
-            checked.append((target, target.name, target.path, rows[0].lane))
-
-    for _target, name, path, lane in checked:  # gate-ignore
-        if lane in NO_IGNORE_LANES and (root / path).is_file():
-            for number, line in _source_lines(root / path):
-                attribute = ignore_attribute(line) if _IGNORE in line else None
-                if attribute is not None and _INVOKED_BY not in attribute:
-                    shown = line[line.index(attribute):].strip()
-                    report("gate-ignore", name,
-                           f"{path}:{number}: {shown} in a {lane}-lane file hides a test no "
-                           "lane would ever run; un-ignore it, move the target to the contract lane, or "
-                           'mark a child its parent launches #[ignore = "invoked by …"]')
-    for target, name, path, lane in checked:  # bench-layout
-        if lane != "bench":
-            continue
-        problems = []
-        if target.kind != "bench":
-            problems.append(f"is a [[{target.kind}]]" if target.kind != "command" else "is not a [[bench]]")
-        if target.harness:
-            problems.append("uses the default test harness")
-        if not path.startswith(BENCHES_DIR):
-            problems.append(f"lives outside benches/ ({path})")
-        if problems:
-            report("bench-layout", name,
-                   f"in the bench lane but {', '.join(problems)}; declare it as a [[bench]] with "
-                   "harness = false under benches/")
-    for target, name, path, lane in checked:  # qualification-layout
-        needs = QUALIFICATION_FEATURE in target.required_features
-        if lane == "qualification":
-            problems = []
-            if not path.startswith(QUALIFICATION_DIR):
-                problems.append(f"lives outside tools/qualification/ ({path})")
-            if not needs:
-                problems.append("does not require the qualification feature")
-            if problems:
-                report("qualification-layout", name,
-                       f"in the qualification lane but {' and '.join(problems)}; put it under "
-                       'tools/qualification/ with required-features = ["qualification", …]')
-        elif needs and target.kind == "test" and not path.startswith(QUALIFICATION_DIR):
-            report("qualification-layout", name,
-                   f"requires the qualification feature but sits in the {lane} lane; move it under "
-                   "tools/qualification/ into the qualification lane, or drop the feature")
-    for _target, name, path, lane in checked:  # lane-layout
-        if lane not in PLACED_LANES or path.startswith(TESTS_DIR):
-            continue
-        if path.startswith(BENCHES_DIR):
-            fix = "move it under tests/, or give it the bench lane"
-        elif path.startswith(QUALIFICATION_DIR):
-            fix = "move it under tests/, or give it the qualification lane"
-        else:
-            fix = "move it under tests/"
-        report("lane-layout", name, f"in the {lane} lane but lives outside tests/ ({path}); {fix}")
-
-
-def _undeclared_files(root: Path, targets: Sequence[Target], report: _Report) -> None:
-    declared = {t.path for t in targets if t.path is not None}
-    for directory in (TESTS_DIR, BENCHES_DIR, QUALIFICATION_DIR):
-        for path in _target_files(root, directory):
-            if path not in declared:
-                report("undeclared-file", path,
-                       "not a declared target; declare it in Cargo.toml and give it a lane, "
-                       "or delete it")
-
-
-def _target_files(root: Path, directory: str) -> list[str]:
-    """``DIR/*.rs`` and ``DIR/*/main.rs``: the files cargo treats as targets."""
-    base = root / directory
-    try:
-        children = sorted(base.iterdir())
-    except OSError:
-        return []
-    out = []
-    for child in children:
-        if child.suffix == ".rs" and child.is_file():
-            out.append(directory + child.name)
-    return out
-
-
-def _in_scope(targets: Sequence[Target], rust: bool, rows_by_target: Mapping[str, Any]) -> list[Target]:
-    """The targets the census judges (see the module docstring)."""
-    if not rust:
-        return list(targets)
-    primary = [t for t in targets
-               if t.kind in ("test", "bench", "command") or (t.path or "").startswith(QUALIFICATION_DIR)]
-    primary_names = {t.name for t in primary}
-    return [t for t in targets
-            if any(t is p for p in primary)
-            or (t.name in rows_by_target and t.name not in primary_names)]
 
 
 _RENAME_CUTOFF = 0.75
@@ -395,45 +241,10 @@ def _renames(stale: Sequence[str], unassigned: Sequence[str]) -> dict[str, str]:
     return out
 
 
-def ignore_attribute(line: str) -> str | None:
-    """The ``#[ignore…]`` attribute among those ``line`` starts with (trimmed), else None:
-    ``#[ignore]``, ``#[test] #[ignore = "slow"] fn x()``; not ``//! … #[ignore] …``."""
-    rest = line.strip()
-    while rest.startswith("#["):
-        depth, end = 0, -1
-        for index, char in enumerate(rest):
-            if char == "[":
-                depth += 1
-            elif char == "]":
-                depth -= 1
-                if depth == 0:
-                    end = index
-                    break
-        attribute = rest if end < 0 else rest[: end + 1]
-        if attribute.startswith(_IGNORE) and attribute[len(_IGNORE):len(_IGNORE) + 1] in ("]", " ", "=", "(", ""):
-            return attribute
-        if end < 0:
-            return None
-        rest = rest[end + 1:].lstrip()
-    return None
-
-
-def _source_lines(path: Path) -> Iterator[tuple[int, str]]:
-    try:  # a FIFO or a device where a source file should be is read as nothing (never a hang)
-        text = read_user_file(path, what="a target's source", line_limit=None).decode("utf-8", errors="replace")
-    except InputError:
-        return
-    yield from enumerate(text.splitlines(), start=1)
-
-
 def _ordered(found: Iterable[Violation]) -> list[Violation]:
     """RULES order, then target; within one (rule, target), the order found."""
     rank = {rule: i for i, rule in enumerate(RULES)}
     return sorted(found, key=lambda v: (rank.get(v.rule, len(RULES)), v.target))
-
-
-def _label(target: Target) -> str:
-    return target.name or target.path or target.origin or "<unnamed target>"
 
 
 def _describe(target: Target) -> str:
@@ -442,11 +253,6 @@ def _describe(target: Target) -> str:
     if target.auto:
         parts.append("auto-discovered")
     return ", ".join(parts) or "no path"
-
-
-def _who(target: Target) -> str:
-    name = f'"{target.name}"' if target.name else "a target without a name"
-    return f"{name} ({target.origin})" if target.origin else name
 
 
 def _relative(path: Path, root: Path) -> str:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 
 from relgate.core.errors import InputError
+from relgate.core.schema import did_you_mean
 from relgate.kinds.registry import kind_of
 from relgate.manifest.lanes import LaneDef, LanesSpec, TargetOptions
-from relgate.core.schema import did_you_mean
 from relgate.manifest.specs import CommandSpec, ProjectSpec
 from relgate.manifest.targets import Target
 from relgate.run.hosts import Host

@@ -31,7 +31,6 @@ from relgate.core.errors import InputError
 from relgate.ledger.artifacts import EvidenceStore
 from relgate.ledger.base import UNFINISHED_REASON
 from relgate.ledger.batches import BatchStore, DuplicateBatch
-from relgate.ledger.steps import _FINGERPRINT, StepStore  # noqa: F401
 
 # Ledger.open reads these names here (tests replace _quick_check and SETTLED_NS on this module).
 from relgate.ledger.integrity import (
@@ -55,6 +54,7 @@ from relgate.ledger.schema import (  # noqa: F401
     _split_sql,
     _token,
 )
+from relgate.ledger.steps import _FINGERPRINT, StepStore  # noqa: F401
 
 __all__ = ["SCHEMA_VERSION", "Ledger", "DuplicateBatch", "StepRow", "RunRow", "EvidenceRow", "BaselineRow", "UNFINISHED_REASON",
            "BatchRow", "DecisionRow"]

@@ -45,8 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from relgate.core.record import record
-from relgate.manifest.keys import CPU_BACKENDS, AUTO_KINDS, CHECKLIST, KNOWN_BACKENDS
 from relgate.core.schema import Checker, did_you_mean
+from relgate.manifest.keys import AUTO_KINDS, CHECKLIST, CPU_BACKENDS, KNOWN_BACKENDS
 
 __all__ = ["AUTO_KINDS", "KNOWN_BACKENDS", "ChecklistItem", "ReleaseSpec", "ChecklistSpec", "parse_checklist"]
 

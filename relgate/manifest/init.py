@@ -1,6 +1,6 @@
 """``relgate init``: a first manifest folder for an existing repository, and ``init --check``.
 
-:func:`plan_init` reads the repository (:mod:`relgate.manifest.discover`) and returns the
+:func:`plan_init` reads the repository (the kind's adapter: ``ProjectKind.discover``) and returns the
 files a person would write — ``project.toml``, ``builds.toml``, ``lanes.toml`` (unless the
 project keeps its own ``[lanes]`` file, which is reused through ``lanes = "…"``, never
 copied), ``package.toml``, ``checklist.toml``, a commented ``measurements.toml``,
@@ -19,36 +19,26 @@ from typing import TYPE_CHECKING
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
-from relgate.kinds.base import Found
-from relgate.kinds.cargo import CARGO
-from relgate.kinds.make import MAKE
-from relgate.kinds.python import PYTHON
-from relgate.kinds.registry import kind_of, kinds
-from relgate.manifest.discover import CargoFacts, detect_kinds, read_cargo, read_make, read_python
+from relgate.core.repo_paths import inside
+from relgate.core.schema import display_path
+from relgate.kinds.found import Found
+from relgate.kinds.registry import detect_kinds, kind_of, kinds
 from relgate.manifest.init_files import (
     NOXFILE,
     UNASSIGNED,
     Reading,
-    cargo_builds,
     checklist_toml,
-    found_builds,
     host_toml,
-    judged_targets,
     lane_settings_toml,
     lanes_toml,
-    make_builds,
     measurements_toml,
     package_toml,
     project_toml,
-    python_builds,
-    python_targets,
     quote,
     skip_tables,
 )
 from relgate.manifest.keys import BUILTIN_LANES, PROJECT_KINDS
 from relgate.manifest.reference import schema_comment
-from relgate.core.repo_paths import inside
-from relgate.core.schema import display_path
 from relgate.manifest.skip_limits import Skips
 
 if TYPE_CHECKING:
@@ -117,7 +107,7 @@ def find_lanes_file(root: Path, skip: Path | None = None) -> Path | None:
         for path in sorted(folder.glob("*.toml")) if folder.is_dir() else ():
             if skip is not None and path.resolve().parent == skip.resolve():
                 continue
-            if path.name in ("Cargo.toml", "pyproject.toml") or not path.is_file():
+            if any(path.name in k.marker_files for k in kinds().values()) or not path.is_file():
                 continue
             try:
                 inside(root, path, path.name)
@@ -145,70 +135,31 @@ def find_changelog(root: Path) -> str | None:
     return next((present[n.upper()] for n in CHANGELOG_NAMES if n.upper() in present), None)
 
 
-_CFG_FEATURE = re.compile(r'^#!\[cfg\(feature\s*=\s*"([^"]+)"\)\]')
-
-
-def _cfg_feature(path: Path) -> str | None:
-    """The feature a file is compiled only with (``#![cfg(feature = "cuda")]`` among its leading
-    lines), else None."""
-    try:
-        with path.open(encoding="utf-8", errors="replace") as handle:
-            for _, line in zip(range(200), handle):
-                text = line.strip()
-                match = _CFG_FEATURE.match(text)
-                if match:
-                    return match.group(1)
-                if text and not text.startswith(("//", "#!", "/*", "*")):
-                    return None
-    except OSError:
-        return None
-    return None
-
-
-def _has_unit_tests(root: Path) -> bool:
-    """Whether a source file under ``src/`` holds a ``#[test]`` or ``#[cfg(test)]`` (else
-    ``cargo test --lib`` would run 0 tests: a check that is never more than not-run)."""
-    for path in sorted((root / "src").rglob("*.rs"))[:5000] if (root / "src").is_dir() else ():
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        if "#[test]" in text or "#[cfg(test)]" in text or "#[tokio::test" in text:
-            return True
-    return False
-
-
-def _is_target(reading: Reading, name: str) -> bool:
-    facts = reading.facts
-    return isinstance(facts, CargoFacts) and any(t.name == name for t in facts.targets)
-
-
-def _lane_settings(root: Path, reading: Reading, assignments: dict[str, str],
+def _lane_settings(found: Found, assignments: dict[str, str],
                    lanes_file: LanesFile | None = None) -> dict[str, tuple[tuple[str, ...], bool, str]]:
     """lane → (the features its targets need, whether one switches CUDA on, why), for each lane
     whose files all start with the same ``#![cfg(feature = …)]``, else whose reused lane file
     names ``--features`` for it (relgate.manifest.lane_features): one line in [lane.NAME]
-    instead of one per target."""
-    facts = reading.facts
-    if not isinstance(facts, CargoFacts):
+    instead of one per target. Empty for a kind without features."""
+    if found.features is None:
         return {}
-    paths = {t.name: t.path for t in facts.targets}
+    gates = dict(found.feature_gates)
     by_lane: dict[str, list[str | None]] = {}
     for name, lane in assignments.items():
-        if name in paths:
-            by_lane.setdefault(lane, []).append(_cfg_feature(root / paths[name]))
+        if name in gates:
+            by_lane.setdefault(lane, []).append(gates[name])
     out: dict[str, tuple[tuple[str, ...], bool, str]] = {}
-    for lane, found in by_lane.items():
-        if found and found[0] is not None and len(set(found)) == 1 and lane in BUILTIN_LANES:
-            why = f"every {lane}-lane file starts with #![cfg(feature = {quote(found[0])})]"
-            out[lane] = ((found[0],), found[0] in facts.gpu_features, why)
+    for lane, gated in by_lane.items():
+        if gated and gated[0] is not None and len(set(gated)) == 1 and lane in BUILTIN_LANES:
+            why = f"every {lane}-lane file starts with #![cfg(feature = {quote(gated[0])})]"
+            out[lane] = ((gated[0],), gated[0] in found.gpu_features, why)
     if lanes_file is not None:
         from relgate.manifest.lane_features import lane_file_features
 
-        said = lane_file_features(lanes_file, declared=facts.features, lanes_named=BUILTIN_LANES)
+        said = lane_file_features(lanes_file, declared=found.features, lanes_named=BUILTIN_LANES)
         for lane, (features, why) in said.items():
             if lane not in out:
-                out[lane] = (features, any(f in facts.gpu_features for f in features), why)
+                out[lane] = (features, any(f in found.gpu_features for f in features), why)
     return out
 
 
@@ -218,38 +169,11 @@ def _head(name: str, path: Path, schemas: Path | None, what: str, root: Path) ->
 
 
 def read_repository(root: Path, kind: str) -> tuple[Reading, str]:
-    """What init reads, and the builds.toml it makes of it: what the kind's adapter found, else
-    the manifest floor's reader of the kind's files."""
-    found = kind_of(kind).discover(root)
-    if found is not None:
-        return (Reading(kind=kind, name=found.name, version=found.version, source=found.source, facts=found,
-                        judged=tuple((t.name, next((x for x in t.labels if x in BUILTIN_LANES), UNASSIGNED), t.what)
-                                     for t in found.targets)), found_builds(found))
-    return _READERS[kind](root, kind)
-
-
-def _read_cargo_repository(root: Path, kind: str) -> tuple[Reading, str]:
-    cargo = read_cargo(root)
-    return (Reading(kind=kind, name=cargo.name, version=cargo.version, source=cargo.source, facts=cargo,
-                    judged=judged_targets(cargo)), cargo_builds(cargo, lib_tests=_has_unit_tests(root)))
-
-
-def _read_make_repository(root: Path, kind: str) -> tuple[Reading, str]:
-    make = read_make(root)
-    return Reading(kind=kind, name=root.name, version=None, source="make -pRrq", facts=make), make_builds(make)
-
-
-def _read_python_repository(root: Path, kind: str) -> tuple[Reading, str]:
-    py = read_python(root)
-    built_by = py.build.source if py.build is not None else None
-    source = "pyproject.toml [project]" + (f" and {built_by}" if built_by else "")
-    return (Reading(kind=kind, name=py.name, version=py.version, source=source, facts=py,
-                    judged=python_targets(py)), python_builds(py))
-
-
-# kind → the reader of its files, for the kinds whose adapter reads nothing itself (discover() is
-# None: these readers live on the manifest floor, above relgate/kinds/)
-_READERS = {CARGO.name: _read_cargo_repository, MAKE.name: _read_make_repository, PYTHON.name: _read_python_repository}
+    """What init reads (the kind's adapter reads it), and the builds.toml it makes of it."""
+    adapter = kind_of(kind)
+    found = adapter.discover(root)
+    return (Reading(kind=kind, name=found.name, version=found.version, source=found.source, facts=found,
+                    judged=found.judged_rows()), adapter.builds_toml(found))
 
 
 def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = None,
@@ -278,9 +202,9 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
         used = {lane for _, lane, _ in reading.judged if lane != UNASSIGNED}
     lanes_used = [lane for lane in BUILTIN_LANES if lane in used] + sorted(used - set(BUILTIN_LANES))
     assignments = have if lanes_file is not None else {n: lane for n, lane, _ in reading.judged if lane != UNASSIGNED}
-    settings = _lane_settings(root, reading, assignments, reused if lanes_file is not None else None)
-    stale = tuple(sorted(n for n in assignments if n not in {t for t, _, _ in reading.judged}
-                         and not _is_target(reading, n))) if lanes_file is not None else ()
+    settings = _lane_settings(reading.facts, assignments, reused if lanes_file is not None else None)
+    targets = {t for t, _, _ in reading.judged} | set(reading.facts.also_targets)
+    stale = tuple(sorted(n for n in assignments if n not in targets)) if lanes_file is not None else ()
     changelog = find_changelog(root)
     texts = [("project.toml", "project", project_toml(reading, rel_root=Path(os.path.relpath(root, mdir)).as_posix(),
                                                       lanes=lanes_rel, changelog=changelog)),
@@ -309,7 +233,7 @@ def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = N
     _stays_inside(root, mdir, [f.path for f in files], bool(gitignore))  # --dry-run refuses what init would
     return InitPlan(root=root, kind=kind, manifests=mdir, files=tuple(files), unassigned=tuple(unassigned),
                     stale=stale, lanes_file=lanes_file, source=reading.source, next_commands=_next_commands(root, mdir),
-                    gitignore=gitignore, notes=reading.facts.notes if isinstance(reading.facts, Found) else ())
+                    gitignore=gitignore, notes=reading.facts.notes)
 
 
 def _skip_tables_beside(lanes_file: Path, assignments: dict[str, str], skips: Skips | None) -> list[str]:

@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from relgate.core.record import record
-from relgate.manifest.keys import INTENTIONAL
 from relgate.core.schema import Checker
+from relgate.manifest.keys import INTENTIONAL
 
 __all__ = ["IntentionalChange", "parse_intentional"]
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import shlex
 
+from relgate.core.schema import MAX_SECONDS, NAME
 from relgate.core.text import words
+from relgate.kinds.found import BUILTIN_LANES
 from relgate.kinds.registry import kind_choices, kinds
 from relgate.manifest.fields import FileSpec, Key, Rule, above, at_least, key, nonblank, one_of_keys, pattern, text_rule
-from relgate.core.schema import MAX_SECONDS, NAME
 
 __all__ = ["PROJECT_KINDS", "HOST_KINDS", "CHECK_BUILTINS", "WARNING_POLICIES", "BUILTIN_LANES", "LANE_MODES",
            "FORMATS", "DIRECTIONS", "AUTO_KINDS", "KNOWN_BACKENDS", "CPU_BACKENDS", "TRANSFERS", "SLURM_KEYS",
@@ -31,7 +32,6 @@ HOST_KINDS = ("local", "ssh", "slurm")
 SLURM_KEYS = ("partition", "account", "time_limit", "resubmit", "board", "srun_args", "max_jobs")
 CHECK_BUILTINS = ("git-diff-check", "python-tests")
 WARNING_POLICIES = ("deny", "ignore")
-BUILTIN_LANES = ("host", "gate", "contract", "record", "toolkit", "bench", "qualification")
 LANE_MODES = ("all", "ignored", "named", "timing", "per-board")
 FORMATS = ("csv", "tsv", "jsonl", "kv")
 DIRECTIONS = ("higher", "lower", "equal")

@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from collections.abc import Collection, Mapping
 
-from relgate.manifest.lanes import LanesFile
 from relgate.core.schema import display_path, read_text
+from relgate.manifest.lanes import LanesFile
 
 __all__ = ["features_in", "lane_file_features"]
 

@@ -25,12 +25,12 @@ from typing import Any
 from relgate.core.counts import parse_max_skipped
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.record import record
+from relgate.core.schema import Checker, did_you_mean, display_path, loads_toml, read_text, read_toml
 from relgate.kinds.registry import kind_of
 from relgate.manifest.host_extras import parse_gpus
 from relgate.manifest.keys import BUILTIN_LANES, LANE_MODES, LANES
-from relgate.core.schema import Checker, did_you_mean, display_path, loads_toml, read_text, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec
-from relgate.manifest.targets import Target
+from relgate.manifest.targets import Target, project_targets
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -353,10 +353,8 @@ def load_lanes(project: ProjectSpec, manifests_dir: Path) -> LanesSpec | None:
 
 
 def _targets(project: ProjectSpec, options: Mapping[str, TargetOptions], path: Path) -> list[Target]:
-    if kind_of(project.kind).targets_from_project:  # cargo: Cargo.toml's targets
-        from relgate.manifest.cargo import discover_cargo_targets
-
-        return discover_cargo_targets(project.root / "Cargo.toml")
+    if kind_of(project.kind).targets_from_project:  # the project's own manifest declares them
+        return project_targets(kind_of(project.kind), project.root)
     problems = []
     out = []
     for name, opts in options.items():

@@ -32,8 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from relgate.core.record import record
-from relgate.manifest.keys import DIRECTIONS, FORMATS, MEASUREMENTS
 from relgate.core.schema import Checker
+from relgate.manifest.keys import DIRECTIONS, FORMATS, MEASUREMENTS
 
 __all__ = ["FORMATS", "DIRECTIONS", "FILLED", "Band", "MeasureSpec", "QualitySpec", "MeasurementsSpec",
            "parse_measurements", "parse_band"]

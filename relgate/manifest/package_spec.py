@@ -48,11 +48,11 @@ from urllib.parse import urlsplit
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.readers import read_user_file
 from relgate.core.record import record
+from relgate.core.schema import Checker, display_path, read_toml
 from relgate.core.text import words
 from relgate.kinds.registry import kind_of
 from relgate.kinds.registry import kinds as all_kinds
 from relgate.manifest.keys import PACKAGE, WARNING_POLICIES
-from relgate.core.schema import Checker, display_path, read_toml
 from relgate.manifest.specs import CommandSpec, ProjectSpec, _command
 
 __all__ = ["PACKAGE_FILE", "ArchiveLimits", "DEFAULT_LIMITS", "LockEntry", "PackageManifest", "PackageSpec",

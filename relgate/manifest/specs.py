@@ -17,7 +17,10 @@ from typing import Any, Protocol
 from relgate.core.errors import InputError
 from relgate.core.record import record
 from relgate.core.redact import display_command
+from relgate.core.schema import Checker, did_you_mean, printable
 from relgate.kinds.registry import DEFAULT_KIND, kind_of
+from relgate.kinds.writing import SHELL_OPERATORS
+from relgate.manifest.host_extras import ProbeSpec, SlurmSpec, parse_gpus, parse_probes, parse_slurm
 from relgate.manifest.keys import (
     BUILDS,
     CHECK_BUILTINS,
@@ -31,8 +34,6 @@ from relgate.manifest.keys import (
     TRANSFERS,
     WARNING_POLICIES,
 )
-from relgate.manifest.host_extras import ProbeSpec, SlurmSpec, parse_gpus, parse_probes, parse_slurm
-from relgate.core.schema import Checker, did_you_mean, printable
 
 __all__ = [
     "PROJECT_KINDS", "AllowRule", "CommandSpec", "ProjectSpec", "ReleaseTarget", "Matrix", "Check",
@@ -338,7 +339,6 @@ def _options(c: Checker, table: Mapping[str, Any], prefix: str, *, warnings_defa
     )
 
 
-SHELL_OPERATORS = frozenset(("&&", "||", ";", "|", ">", "<"))  # words only a shell reads: shell = true
 
 
 def _command(c: Checker, table: Mapping[str, Any], prefix: str, key: str, shell: bool) -> CommandSpec | None:

@@ -18,9 +18,9 @@ from typing import Any, TypeVar
 from relgate.core.errors import InputError, ManifestError
 from relgate.core.memo import Memo
 from relgate.core.record import record
+from relgate.core.schema import display_path, read_toml
 from relgate.manifest.intentional import IntentionalChange, parse_intentional
 from relgate.manifest.lanes import LanesSpec, load_lanes
-from relgate.core.schema import display_path, read_toml
 from relgate.manifest.specs import (
     BuildsSpec,
     HostSpec,

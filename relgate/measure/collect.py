@@ -21,6 +21,7 @@ from typing import TextIO
 from relgate.core.errors import InputError
 from relgate.core.readers import read_user_file
 from relgate.core.record import record
+from relgate.core.schema import did_you_mean, display_path
 from relgate.core.verdict import Verdict
 from relgate.evidence.baselines import board_key
 from relgate.lanes.plan import target_command
@@ -28,7 +29,6 @@ from relgate.ledger.gitfacts import GitFacts, read_git_facts
 from relgate.ledger.store import Ledger
 from relgate.manifest.lanes import TargetOptions
 from relgate.manifest.measures import MeasureSpec
-from relgate.core.schema import did_you_mean, display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
 from relgate.measure.measurements import Row, parse_rows, record_batch

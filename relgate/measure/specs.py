@@ -10,8 +10,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from relgate.core.errors import InputError
-from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.core.schema import did_you_mean, display_path
+from relgate.manifest.measures import MeasureSpec, QualitySpec
 from relgate.manifest.workspace import Workspace
 
 __all__ = ["Spec", "spec_of", "source_hash", "row_label"]

@@ -53,8 +53,8 @@ from typing import IO
 
 from relgate.core.errors import ExecutionError, InputError
 from relgate.core.record import record
-from relgate.manifest.package_spec import DEFAULT_LIMITS, ArchiveLimits
 from relgate.core.schema import display_path
+from relgate.manifest.package_spec import DEFAULT_LIMITS, ArchiveLimits
 
 __all__ = ["ArchiveError", "ArchiveLimits", "Member", "Extracted", "ARCHIVE_SUFFIXES", "is_archive_name",
            "read_members", "extract", "printable"]

@@ -45,11 +45,11 @@ from urllib.parse import urlsplit
 
 from relgate.core.errors import ExecutionError, InputError
 from relgate.core.record import record
-from relgate.kinds.registry import kind_of
 from relgate.core.redact import is_secret_name
+from relgate.core.schema import display_path, read_toml
+from relgate.kinds.registry import kind_of
 from relgate.manifest.options import RunOptions
 from relgate.manifest.package_spec import read_lock
-from relgate.core.schema import display_path, read_toml
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
 from relgate.package.verify import (

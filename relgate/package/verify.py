@@ -46,10 +46,10 @@ from typing import Any, TextIO
 
 from relgate.core.errors import ExecutionError
 from relgate.core.files import sha256_file
+from relgate.core.schema import display_path
 from relgate.kinds.registry import kind_of
 from relgate.manifest.options import RunOptions
 from relgate.manifest.package_spec import load_package_manifest
-from relgate.core.schema import display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.targets import Target
 from relgate.manifest.workspace import Workspace
@@ -339,10 +339,11 @@ def declared_targets(ws: Workspace) -> tuple[tuple[Target, ...], dict[str, str]]
     lanes = ws.lanes
     if lanes is not None:
         return lanes.targets, lanes.assignments
-    if kind_of(ws.project.kind).targets_from_project and (ws.project.root / "Cargo.toml").is_file():
-        from relgate.manifest.cargo import discover_cargo_targets
+    kind = kind_of(ws.project.kind)
+    if kind.targets_from_project and any((ws.project.root / m).is_file() for m in kind.marker_files):
+        from relgate.manifest.targets import project_targets
 
-        return tuple(discover_cargo_targets(ws.project.root / "Cargo.toml")), {}
+        return tuple(project_targets(kind, ws.project.root)), {}
     return (), {}
 
 

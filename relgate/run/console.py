@@ -13,10 +13,10 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TextIO
 
+from relgate.core.schema import display_path
 from relgate.core.text import UNSAFE, inert
 from relgate.core.verdict import Verdict
 from relgate.ledger.store import StepRow
-from relgate.core.schema import display_path
 from relgate.run.plan import PlannedStep
 from relgate.run.runner import RunSummary, StepOutcome
 

@@ -10,10 +10,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TextIO
 
+from relgate.core.schema import display_path
 from relgate.core.verdict import Verdict
 from relgate.ledger.gitfacts import GitFacts, read_git_facts, tree_is_dirty
 from relgate.manifest.options import RunOptions
-from relgate.core.schema import display_path
 from relgate.manifest.workspace import Workspace
 from relgate.run.console import ConsoleReporter
 from relgate.run.facts import git_key

@@ -7,8 +7,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from relgate.ledger.gitfacts import git_ignores
 from relgate.core.schema import display_path
+from relgate.ledger.gitfacts import git_ignores
 
 __all__ = ["report_inside_tree"]
 

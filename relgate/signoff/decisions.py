@@ -11,12 +11,12 @@ from typing import TextIO
 
 from relgate.core.errors import InputError
 from relgate.core.redact import redact_text
+from relgate.core.schema import did_you_mean, display_path
 from relgate.core.text import check_line
 from relgate.ledger.gitfacts import read_git_facts
 from relgate.ledger.identity import project_identity
 from relgate.ledger.store import Ledger
 from relgate.manifest.checklist import ChecklistItem, ChecklistSpec
-from relgate.core.schema import did_you_mean, display_path
 from relgate.manifest.specs import CommandSpec
 from relgate.manifest.workspace import Workspace
 from relgate.remote.pool import host_pool

@@ -12,10 +12,10 @@ from typing import TextIO
 from relgate import __version__
 from relgate.core.errors import InputError
 from relgate.core.files import write_output
+from relgate.core.schema import display_path
 from relgate.ledger.gitfacts import GitFacts, read_git_facts, resolve_commit
 from relgate.ledger.store import Ledger, StepRow
 from relgate.manifest.checklist import ChecklistSpec, ReleaseSpec
-from relgate.core.schema import display_path
 from relgate.manifest.workspace import Workspace
 from relgate.signoff.assemble import Signoff, assemble
 

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, TextIO
 
 from relgate import __version__
 from relgate.core.errors import InputError
-from relgate.core.readers import read_user_file
-from relgate.core.text import inert
 from relgate.core.files import write_output
+from relgate.core.readers import read_user_file
 from relgate.core.record import record
+from relgate.core.schema import display_path
+from relgate.core.text import inert
 from relgate.ledger.gitfacts import start_git_facts
 from relgate.ledger.store import Ledger
-from relgate.core.schema import display_path
 from relgate.manifest.workspace import Workspace
 
 if TYPE_CHECKING:

@@ -24,9 +24,9 @@ from typing import Any, TextIO
 from relgate.core.errors import InputError, RelgateError
 from relgate.core.readers import read_user_file, regular_size
 from relgate.core.record import record
+from relgate.core.schema import display_path
 from relgate.core.text import inert
 from relgate.ledger.gitfacts import read_git_facts
-from relgate.core.schema import display_path
 from relgate.manifest.workspace import Workspace
 from relgate.signoff.decisions import checklist_of
 from relgate.signoff.stage import run_signoff

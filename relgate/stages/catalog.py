@@ -9,14 +9,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from relgate import __version__
-
 # Each declaring module registers its stages on import, in this order (`relgate --help` lists them so).
 import relgate.stages.host  # noqa: F401,I001
 import relgate.stages.package  # noqa: F401
 import relgate.stages.records  # noqa: F401
-import relgate.stages.tools  # noqa: F401
 import relgate.stages.signoff  # noqa: F401
+import relgate.stages.tools  # noqa: F401
+from relgate import __version__
 from relgate.stages.registry import Stage, registered
 
 if TYPE_CHECKING:

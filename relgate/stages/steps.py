@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, TextIO
 
 from relgate.core.errors import InputError
 from relgate.core.record import record
+from relgate.core.schema import did_you_mean, display_path
 from relgate.kinds.registry import kind_of
 from relgate.lanes.plan import lane_targets, plan_lane
 from relgate.lanes.steps import NO_TARGETS, census_lines, lane_steps, not_run_step, refuse_unknown_lanes
@@ -16,7 +17,6 @@ from relgate.ledger.identity import project_identity
 from relgate.ledger.store import BaselineRow, Ledger
 from relgate.manifest.lanes import BUILTIN_LANE_DEFS, LanesSpec
 from relgate.manifest.options import RunOptions
-from relgate.core.schema import did_you_mean, display_path
 from relgate.manifest.workspace import Workspace
 from relgate.remote.pool import host_pool
 from relgate.run.facts import start_facts

@@ -45,9 +45,9 @@ def _schema_options(sch: argparse.ArgumentParser) -> None:
 @stage("init", "write a first manifest folder for the repository at PATH (--check: drift between the repository "
        "and its manifests)", _init_options)
 def init(workspace: Workspace, args: argparse.Namespace, out: IO[str]) -> Outcome:
+    from relgate.core.schema import display_path
     from relgate.manifest.drift import drift
     from relgate.manifest.init import plan_init, write_plan
-    from relgate.core.schema import display_path
 
     root = args.path.resolve()
     manifests = args.init_manifests or args.manifests
@@ -109,8 +109,8 @@ def _skip_drift(mdir: Path, skips: dict[str, tuple[int, int, str]] | None) -> li
     """A target whose recorded clean run skipped more than its manifest's max_skipped."""
     if not skips:
         return []
-    from relgate.manifest.lanes import load_lanes
     from relgate.core.schema import read_toml
+    from relgate.manifest.lanes import load_lanes
     from relgate.manifest.skip_limits import skip_drift
     from relgate.manifest.specs import parse_project
 

@@ -27,10 +27,11 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
-from relgate.kinds.base import Found, FoundBuild, FoundTarget, ProjectKind, RunListing, register
+from relgate.kinds.base import ProjectKind, RunListing
 from relgate.kinds.cmake.ctest import cuda_compiler, parse_ctest_json, read_cache
 from relgate.kinds.cmake.lang import CMakeRead, CMakeTest, read_cmakelists
 from relgate.kinds.cmake.presets import CMakePresets, ConfigurePreset, ReleaseBuild, read_presets, release_builds
+from relgate.kinds.found import Found, FoundBuild, FoundTarget
 
 __all__ = ["CMAKE"]
 
@@ -159,4 +160,4 @@ def _cached_cuda(root: Path, presets: CMakePresets | None) -> str | None:
     return None
 
 
-CMAKE = register(CMake())
+CMAKE = CMake()

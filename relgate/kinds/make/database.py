@@ -1,7 +1,7 @@
 """What a Makefile's targets do, from the rule database ``make -pRrq`` prints (for ``relgate
 init``): which targets build something, what they build, which toolkits their recipes call.
 
-Pure: it reads the database text :func:`relgate.manifest.discover.read_make` already got; it
+Pure: it reads the database text :func:`relgate.kinds.make.reader.read_make` already got; it
 runs nothing. A target *builds* when its recipe, or a prerequisite's (followed through the
 rule graph), invokes a compiler, an archiver or a linker, or writes a file (``-o FILE``, a
 redirect, ``cp``, ``install``); a target whose recipes only print (``@echo …``: a help goal)

@@ -23,7 +23,7 @@ import configparser
 import fnmatch
 import os
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 

@@ -28,12 +28,26 @@ from collections.abc import Mapping
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from relgate.core.record import record
 from relgate.core.schema import Checker, read_toml
-from relgate.manifest.targets import Target
 
-__all__ = ["CARGO_TARGET_TABLES", "discover_cargo_targets", "cargo_features", "package_version"]
+__all__ = ["CARGO_TARGET_TABLES", "CrateTarget", "discover_cargo_targets", "cargo_features", "package_version"]
 
-#: (table name in Cargo.toml, Target.kind, [package] auto flag, auto-discovery directory)
+
+@record
+class CrateTarget:
+    """A test, bench, example or bin target as Cargo.toml declares it (or cargo would find it),
+    kept even when it is wrong: the lane census reports a missing name or file."""
+
+    name: str | None  # None: declared without a name (a census violation)
+    path: str | None  # relative to the crate root, "/"-separated; None: no path declared
+    kind: str  # test bench example bin
+    required_features: tuple[str, ...] = ()
+    harness: bool = True
+    origin: str = ""  # where it was declared, for messages: "Cargo.toml [[test]] #2"
+    auto: bool = False  # found by cargo's auto-discovery, not declared
+
+#: (table name in Cargo.toml, CrateTarget.kind, [package] auto flag, auto-discovery directory)
 CARGO_TARGET_TABLES: tuple[tuple[str, str, str, str], ...] = (
     ("test", "test", "autotests", "tests"),
     ("bench", "bench", "autobenches", "benches"),
@@ -42,7 +56,7 @@ CARGO_TARGET_TABLES: tuple[tuple[str, str, str, str], ...] = (
 )
 
 
-def discover_cargo_targets(cargo_toml: Path) -> list[Target]:
+def discover_cargo_targets(cargo_toml: Path) -> list[CrateTarget]:
     """Every test, bench, example and bin target of the package at ``cargo_toml``.
 
     Order: tests, benches, examples, bins; within a kind the declared ones in file
@@ -56,7 +70,7 @@ def discover_cargo_targets(cargo_toml: Path) -> list[Target]:
     package = checker.get(data, "", "package", dict, {})
     package_name = checker.get(package, "package", "name", str)
     edition = package.get("edition", "2015")  # `{ workspace = true }` counts as a modern one
-    out: list[Target] = []
+    out: list[CrateTarget] = []
     for table, kind, auto_key, directory in CARGO_TARGET_TABLES:
         entries = checker.array_of_tables(data, "", table)
         declared_any = table in data
@@ -78,7 +92,7 @@ def discover_cargo_targets(cargo_toml: Path) -> list[Target]:
             for name, path in _infer(root, directory, kind, package_name):
                 if name in names or path in paths:
                     continue
-                out.append(Target(name=name, path=path, kind=kind, origin=f"auto: {path}", auto=True))
+                out.append(CrateTarget(name=name, path=path, kind=kind, origin=f"auto: {path}", auto=True))
     checker.raise_if_problems()
     return out
 
@@ -118,7 +132,7 @@ def package_version(cargo_toml: Path) -> str | None:
 
 
 def _declared_target(checker: Checker, root: Path, table: str, kind: str, index: int,
-                     entry: Mapping[str, Any], package_name: str | None) -> Target:
+                     entry: Mapping[str, Any], package_name: str | None) -> CrateTarget:
     prefix = f"{table}[{index}]"
     name = checker.get(entry, prefix, "name", str) or None  # "" counts as no name
     if name is not None and not checker.name_ok(f"{prefix}.name", name):
@@ -130,7 +144,7 @@ def _declared_target(checker: Checker, root: Path, table: str, kind: str, index:
         path = _default_path(root, kind, name, package_name)
     features = tuple(checker.string_list(entry, prefix, "required-features"))
     harness = checker.get(entry, prefix, "harness", bool, True)
-    return Target(name=name, path=path, kind=kind, required_features=features, harness=harness,
+    return CrateTarget(name=name, path=path, kind=kind, required_features=features, harness=harness,
                   origin=f"Cargo.toml [[{table}]] #{index + 1}")
 
 
