@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_no_vacuous_pass import fixture_project, rows
+from test_no_vacuous_pass import fixture_project
 
 from conftest import Project
 
@@ -28,7 +28,7 @@ def test_auto_discovered_tests_are_targets_and_the_census_is_green(autocrate: Pr
     assert "no-targets" not in census.stdout and "0 violations" in census.stdout
     done = autocrate.nox("gate", "contract")
     assert done.returncode == 0, done.stdout + done.stderr
-    got = rows(autocrate)
+    got = autocrate.ledger_rows()
     assert got["lane-census"]["verdict"] == "pass"
     assert got["parity"]["verdict"] == "pass" and got["parity"]["tests"]["text"] == "1 passed"
     assert got["sweep"]["verdict"] == "pass" and "--ignored" in got["sweep"]["command"]
@@ -55,7 +55,7 @@ def test_a_new_test_file_without_a_lane_is_named_and_the_red_census_reason_lists
     assert 'rename it to "overflow"' in out and out.count("rename it to") == 1, out  # only the close name
     done = autocrate.nox("gate")
     assert done.returncode == 1
-    reason = rows(autocrate)["lane-census"]["reason"]
+    reason = autocrate.ledger_rows()["lane-census"]["reason"]
     assert reason == "4 violations: unassigned overflow; stale-row layout, overfow, scan_parity", reason
 
 

@@ -178,7 +178,6 @@ def test_each_running_step_has_its_own_live_line_and_it_ends_with_the_step(tmp_p
 
 
 def test_ctrl_c_stops_every_step_running_on_a_slot_and_starts_no_other(tmp_path: Path) -> None:
-    import json
     import os
     import signal
     import subprocess
@@ -210,8 +209,7 @@ def test_ctrl_c_stops_every_step_running_on_a_slot_and_starts_no_other(tmp_path:
     assert proc.returncode != 0 and "Traceback" not in out, out
     assert all(wait_for(lambda p=p: pid_gone(p), 10) for p in running)
     assert sorted(p.name for p in pids.iterdir()) == ["0", "1"]  # the third never started
-    done = project.relgate("status", "--json")
-    rows = {r["step"]: r for r in json.loads(done.stdout)["steps"]}
+    rows = project.ledger_rows()
     assert {n for n in rows if n.startswith("slot-")} == {"slot-0", "slot-1"}
     for name in ("slot-0", "slot-1"):
         assert rows[name]["verdict"] == "error" and "interrupted" in rows[name]["reason"], rows[name]

@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from test_no_vacuous_pass import fixture_project, rows
+from test_no_vacuous_pass import fixture_project
 
 from conftest import Project
 
@@ -52,7 +52,7 @@ def test_init_on_a_make_project_whose_default_goal_prints_help(tmp_path: Path) -
     host = subprocess.run([sys.executable, "-m", "nox", "-s", "host"], cwd=root, capture_output=True, text=True,
                           timeout=600, env={**project.env, "RELGATE_MANIFESTS": str(root / "manifests"),
                                             "RELGATE_HOSTS": str(root / "hosts"), "RELGATE_HOME": str(project.home)})
-    got = rows(project)
+    got = project.ledger_rows()
     assert got["release"]["verdict"] == "pass", got["release"]
     assert got["test"]["verdict"] == "pass" and got["test"]["tests"]["text"] == "2 passed"
     cuda = got["release-cuda"]
@@ -92,13 +92,13 @@ def test_init_on_a_crate_whose_gate_files_need_the_cuda_feature(tmp_path: Path) 
     gate = subprocess.run([sys.executable, "-m", "nox", "-s", "gate", "contract"], cwd=root, capture_output=True,
                           text=True, timeout=600, env=env)
     assert gate.returncode == 0, gate.stdout[-3000:] + gate.stderr[-2000:]
-    got = rows(project)
+    got = project.ledger_rows()
     for name in ("gate_kernels", "gate_norm"):  # never green on a host with no GPU
         assert got[name]["verdict"] == "not-run" and got[name]["reason"] == "no host offers cuda", got[name]
     assert got["contract_api"]["verdict"] == "not-run"
     assert got["contract_api"]["reason"].startswith("0 tests ran (cargo: -- --ignored and the target has no ignored")
     assert not any(r["verdict"] == "pass" and r["step"] in ("gate_kernels", "gate_norm", "contract_api")
-                   for r in json.loads(project.relgate("status", "--json").stdout)["steps"])
+                   for r in project.ledger_steps())
     assert _relgate(root, "init", "--check").returncode == 0
 
 
@@ -190,7 +190,7 @@ def test_the_generated_noxfile_works_with_relgate_installed_as_a_wheel(tmp_path:
     assert host.returncode == 0, host.stdout[-3000:] + host.stderr[-2000:]
     assert f"{site}/relgate" in subprocess.run([sys.executable, "-c", "import relgate; print(relgate.__file__)"],
                                                env=env, cwd=root, capture_output=True, text=True).stdout
-    got = rows(project)
+    got = project.ledger_rows()
     assert got["release"]["verdict"] == "pass" and got["test"]["tests"]["text"] == "2 passed"
 
 

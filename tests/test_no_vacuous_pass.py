@@ -30,12 +30,6 @@ def fixture_project(tmp_path: Path, name: str) -> Project:
     return Project(root=root, manifests=root / "manifests", hosts=copy_hosts(tmp_path), home=tmp_path / "home")
 
 
-def rows(project: Project) -> dict[str, dict]:
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
-
-
 @pytest.fixture
 def cfgcrate(tmp_path: Path) -> Project:
     return fixture_project(tmp_path, "cfgcrate")
@@ -44,7 +38,7 @@ def cfgcrate(tmp_path: Path) -> Project:
 def test_a_gate_file_cfgd_out_and_a_contract_with_no_ignored_arm_are_not_run(cfgcrate: Project) -> None:
     done = cfgcrate.nox("gate", "contract")
     assert done.returncode == 0, done.stdout + done.stderr  # not-run fails nothing by default ...
-    got = rows(cfgcrate)
+    got = cfgcrate.ledger_rows()
     for name in ("gate_kernels", "gate_norm"):
         assert got[name]["verdict"] == "not-run", got[name]
         assert got[name]["reason"].startswith("0 tests ran (cargo: 1 test binary ran 0 tests (a file cfg'd out")
@@ -65,7 +59,7 @@ def test_a_lane_wide_feature_makes_the_gate_run_its_tests(cfgcrate: Project) -> 
     cfgcrate.commit("gate: the cuda feature, one line for every target")
     done = cfgcrate.nox("gate")
     assert done.returncode == 0, done.stdout + done.stderr
-    got = rows(cfgcrate)
+    got = cfgcrate.ledger_rows()
     for name in ("gate_kernels", "gate_norm"):
         assert got[name]["verdict"] == "pass" and "--features cuda" in got[name]["command"], got[name]
         assert got[name]["tests"] == {"runner": "cargo", "passed": 1, "failed": 0, "skipped": 0, "filtered": 0,
@@ -75,13 +69,13 @@ def test_a_lane_wide_feature_makes_the_gate_run_its_tests(cfgcrate: Project) -> 
     lanes.write_text(lanes.read_text() + 'requires = ["cuda"]\n')
     cfgcrate.commit("gate: needs a GPU")
     assert cfgcrate.nox("gate").returncode == 0
-    got = rows(cfgcrate)
+    got = cfgcrate.ledger_rows()
     assert got["gate_kernels"]["verdict"] == "not-run" and got["gate_kernels"]["reason"] == "no host offers cuda"
 
 
 def test_skips_are_counted_and_max_skipped_turns_a_rise_into_a_fail(cfgcrate: Project) -> None:
     done = cfgcrate.nox("host")
-    got = rows(cfgcrate)
+    got = cfgcrate.ledger_rows()
     smoke = got["host_smoke"]
     assert smoke["verdict"] == "pass", smoke
     assert smoke["tests"]["passed"] == 1 and smoke["tests"]["skipped"] == 2 and smoke["tests"]["text"] == \
@@ -95,19 +89,19 @@ def test_skips_are_counted_and_max_skipped_turns_a_rise_into_a_fail(cfgcrate: Pr
     for limit, verdict in (("1", "fail"), ('"50%"', "fail"), ("2", "pass"), ('"70%"', "pass")):
         lanes.write_text(base + f"\n[target.host_smoke]\nmax_skipped = {limit}\n")
         cfgcrate.nox("host", extra=("--", "host_smoke"))
-        row = rows(cfgcrate)["host_smoke"]
+        row = cfgcrate.ledger_rows()["host_smoke"]
         assert row["verdict"] == verdict, (limit, row)
         if verdict == "fail":
             assert row["reason"] == f"2 of 3 tests skipped, above max_skipped = {limit.strip(chr(34))}"
     lanes.write_text(base + '\n[lane.host]\nmax_skipped = 0\n')  # lane-wide, the same rule
     cfgcrate.nox("host", extra=("--", "host_smoke"))
-    assert rows(cfgcrate)["host_smoke"]["reason"] == "2 of 3 tests skipped, above max_skipped = 0"
+    assert cfgcrate.ledger_rows()["host_smoke"]["reason"] == "2 of 3 tests skipped, above max_skipped = 0"
 
     smoke_rs = cfgcrate.root / "tests" / "host_smoke.rs"
     smoke_rs.write_text(smoke_rs.read_text().replace("#[test]\nfn norm_of_nothing", "#[test]\n#[ignore]\nfn norm_of_nothing"))
     lanes.write_text(base)
     cfgcrate.nox("host", extra=("--", "host_smoke"))
-    row = rows(cfgcrate)["host_smoke"]
+    row = cfgcrate.ledger_rows()["host_smoke"]
     assert row["verdict"] == "not-run" and row["reason"] == "all 3 tests skipped (cargo)", row
 
 
@@ -132,7 +126,7 @@ def helpmake(tmp_path: Path) -> Project:
 def test_a_release_build_that_prints_help_built_nothing(helpmake: Project) -> None:
     done = helpmake.nox("host")
     assert done.returncode == 1, done.stdout + done.stderr
-    got = rows(helpmake)
+    got = helpmake.ledger_rows()
     release = got["release"]
     assert release["verdict"] == "fail" and release["exit_code"] == 0, release
     assert release["reason"] == (f"built nothing: no file under {helpmake.root} was written during the step "
@@ -142,18 +136,18 @@ def test_a_release_build_that_prints_help_built_nothing(helpmake: Project) -> No
     builds = helpmake.manifests / "builds.toml"
     builds.write_text(builds.read_text().replace('run = "make"', 'run = "make cpu"'))
     assert helpmake.nox("host").returncode == 0
-    assert rows(helpmake)["release"]["verdict"] == "pass"
+    assert helpmake.ledger_rows()["release"]["verdict"] == "pass"
     # the same build again with no clean: make has nothing to do, and says so by writing nothing
     builds.write_text(builds.read_text().replace('clean = "make clean"\n', ""))
     again = helpmake.nox("host", extra=("--", "release"))
-    assert again.returncode == 1 and rows(helpmake)["release"]["reason"].startswith("built nothing"), again.stdout
+    assert again.returncode == 1 and helpmake.ledger_rows()["release"]["reason"].startswith("built nothing"), again.stdout
 
 
 @pytest.mark.skipif(shutil.which("ctest") is None, reason="ctest is not on PATH: apt-get install -y cmake")
 def test_pytest_all_skipped_pytest_exit_5_and_ctest_with_no_test_are_not_run(helpmake: Project) -> None:
     done = helpmake.nox("gate", extra=("--", "--require-all"))
     assert done.returncode == 1, done.stdout + done.stderr
-    got = rows(helpmake)
+    got = helpmake.ledger_rows()
     assert got["gpu-tests"]["verdict"] == "not-run" and got["gpu-tests"]["reason"] == "all 2 tests skipped (pytest)"
     assert got["gpu-tests"]["tests"]["skipped"] == 2
     assert got["exit5"]["verdict"] == "not-run" and got["exit5"]["exit_code"] == 5, got["exit5"]
@@ -163,7 +157,7 @@ def test_pytest_all_skipped_pytest_exit_5_and_ctest_with_no_test_are_not_run(hel
     check = helpmake.root / "tests" / "check_engine.py"
     check.write_text(check.read_text().replace('"engine 0.1\\n"', '"engine 0.2\\n"'))
     helpmake.nox("host", extra=("--", "unit"))
-    unit = rows(helpmake)["unit"]
+    unit = helpmake.ledger_rows()["unit"]
     assert unit["verdict"] == "fail" and unit["tests"]["text"] == "1 passed, 1 failed", unit
 
 
@@ -176,7 +170,7 @@ def test_the_bundled_host_cuda_item_is_not_passed_by_a_gpu_less_host(tmp_path: P
     tiny = copy_example(tmp_path, "tinyinfer")
     done = tiny.nox("host", extra=("--", "release-cuda"))
     assert done.returncode == 0, done.stdout + done.stderr
-    assert rows(tiny)["release-cuda"]["verdict"] == "pass"  # nvcc compiled here: a compile-only fact
+    assert tiny.ledger_rows()["release-cuda"]["verdict"] == "pass"  # nvcc compiled here: a compile-only fact
     tiny.nox("signoff")
     items = {i["id"]: i for i in json.loads((tiny.home / "signoff" / "signoff.json").read_text())["items"]}
     cuda = items["host-cuda"]

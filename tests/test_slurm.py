@@ -53,12 +53,6 @@ def _project(tmp: Path, cluster: Cluster, targets: dict[str, tuple[str, str]], e
     return project
 
 
-def _rows(project: Project) -> dict[str, dict]:
-    done = project.relgate("status", "--json")
-    assert done.returncode == 0, done.stderr
-    return {r["step"]: r for r in json.loads(done.stdout)["steps"]}
-
-
 def _barrier(gate: Path, need: int) -> str:
     return (f'mkdir -p {gate}; touch {gate}/$SLURM_JOB_ID; n=0; '
             f'while [ $(ls {gate} | wc -l) -lt {need} ]; do n=$((n+1)); '
@@ -83,7 +77,7 @@ def test_a_lane_runs_as_jobs_on_the_node_with_logs_evidence_and_node_facts_back(
     done = project.nox("gate")
     out = done.stdout + done.stderr
     assert done.returncode != 0 and "Traceback" not in out, out  # red fails the lane
-    rows = _rows(project)
+    rows = project.ledger_rows()
     for name in ("kern-a", "kern-b"):
         row = rows[name]
         assert row["verdict"] == "pass", (row["reason"], row["tail"])
@@ -156,7 +150,7 @@ def test_a_job_the_cluster_cancels_is_error_and_resubmitted_once_never_fail(one_
         thread.join()
     out = done.stdout + done.stderr
     assert done.returncode != 0 and "Traceback" not in out, out
-    rows = _rows(project)
+    rows = project.ledger_rows()
     doomed, flaky = rows["doomed"], rows["flaky"]
     assert doomed["verdict"] == "error", doomed
     attempts = doomed["facts"]["slurm"]["attempts"]
@@ -189,7 +183,7 @@ def test_ctrl_c_during_a_run_leaves_no_job_in_the_queue(one_node: Cluster, tmp_p
             proc.wait()
     assert proc.returncode != 0 and "Traceback" not in out, out
     assert one_node.jobs() == [], one_node.jobs()  # nothing left running or pending
-    rows = _rows(project)
+    rows = project.ledger_rows()
     started = [r for r in rows.values() if r["step"].startswith("long-")]
     assert started and all(r["verdict"] == "error" and "interrupted" in (r["reason"] or "") for r in started), started
 
@@ -211,7 +205,7 @@ def test_a_two_node_cluster_places_each_step_on_the_node_with_its_board(tmp_path
         done = project.nox("gate")
         out = done.stdout + done.stderr
         assert done.returncode == 0 and "Traceback" not in out, out
-        rows = _rows(project)
+        rows = project.ledger_rows()
         for step, node, board in (("on-h100", "gpu-h", "h100"), ("on-a100", "gpu-a", "a100"),
                                   ("on-bigmem", "gpu-a", "bigmem")):
             row = rows[step]
@@ -236,7 +230,7 @@ def test_order_and_failure_read_the_same_on_the_cluster_contract_require_all_and
     done = project.nox("contract", extra=("--", "--require-all"))
     out = done.stdout + done.stderr
     assert done.returncode != 0 and "Traceback" not in out, out
-    rows = _rows(project)
+    rows = project.ledger_rows()
     # contract: every target ran to the end and every red is listed; nothing offers b200: not-run
     assert rows["first-red"]["verdict"] == "fail" and rows["then-green"]["verdict"] == "pass"
     assert rows["no-such-board"]["verdict"] == "not-run" and rows["no-such-board"]["reason"] == "no host offers b200"
@@ -244,7 +238,7 @@ def test_order_and_failure_read_the_same_on_the_cluster_contract_require_all_and
     # --reuse: the pass on this commit stands (same cluster, same board, any node); the red runs again
     again = project.nox("contract", extra=("--", "--reuse", "then-green", "first-red"))
     assert again.returncode != 0, again.stdout
-    rows = {r["step"]: r for r in json.loads(project.relgate("status", "--json").stdout)["steps"]}
+    rows = project.ledger_rows()
     assert rows["then-green"]["reason"].startswith("reused: passed as step #"), rows["then-green"]
     assert rows["then-green"]["facts"]["slurm"]["node"] == "n1"  # the original's node facts come along
     assert len(list(marks.glob("then-green-*"))) == 1 and len(list(marks.glob("first-red-*"))) == 2
@@ -268,7 +262,7 @@ expect = "PORT_ACTIVE"
 ''')
     done = project.nox("gate")
     assert "Traceback" not in done.stdout + done.stderr, done.stdout + done.stderr
-    rows = _rows(project)
+    rows = project.ledger_rows()
     assert rows["needs-rdma"]["verdict"] == "not-run"
     assert rows["needs-rdma"]["reason"] == "rdma probe failed on cluster (exit 1: rdma: disabled on n1)"
     ib = rows["needs-ib"]
@@ -301,7 +295,7 @@ def test_jobs_submitted_from_a_login_node_over_ssh(one_node: Cluster, tmp_path: 
         done = project.nox("gate")
         out = done.stdout + done.stderr
         assert done.returncode == 0 and "Traceback" not in out, out
-        rows = _rows(project)
+        rows = project.ledger_rows()
         logs = {}
         for name in ("via-login", "via-login-2"):
             row = rows[name]
@@ -318,7 +312,7 @@ def test_jobs_submitted_from_a_login_node_over_ssh(one_node: Cluster, tmp_path: 
         # an unknown login-node key is refused, nothing is submitted
         (project.hosts / "login.known_hosts").write_text("")
         refused = project.nox("gate")
-        row = _rows(project)["via-login"]
+        row = project.ledger_rows()["via-login"]
         assert refused.returncode != 0 and row["verdict"] == "error" and "unknown host key" in row["reason"], row
         assert one_node.jobs() == []
     finally:
@@ -331,7 +325,7 @@ def test_a_job_whose_node_left_no_facts_is_error_never_a_pass(one_node: Cluster,
     project = _project(tmp_path, one_node, {"blind": ("h100", "echo ran")}, extra='srun_args = ["/bin/true"]\n')
     done = project.nox("gate")
     assert done.returncode != 0 and "Traceback" not in done.stdout + done.stderr
-    row = _rows(project)["blind"]
+    row = project.ledger_rows()["blind"]
     assert row["verdict"] == "error", row
     assert "the job left no facts" in row["reason"] and "COMPLETED" in row["reason"], row
     assert row["facts"]["slurm"]["state"] == "COMPLETED"  # Slurm's word alone is not relgate's pass
@@ -353,7 +347,7 @@ def test_the_nodes_gpus_driver_and_toolkit_are_recorded_where_nvidia_smi_and_nvc
     host.write_text(host.read_text().replace("[host.env]\n", f'[host.env]\nPATH = "{fake}:{os.environ["PATH"]}"\n'))
     done = project.nox("gate")
     assert done.returncode == 0, done.stdout + done.stderr
-    row = _rows(project)["on-gpu"]
+    row = project.ledger_rows()["on-gpu"]
     index = int(row["facts"]["visible_devices"])
     assert row["board"] == "h100" and row["driver"] == "550.54.15" and row["toolkit"] == "cuda 12.4", row
     assert row["facts"]["gpu_names"] == ["NVIDIA H100 80GB HBM3"]
@@ -387,7 +381,7 @@ def test_a_gpus_all_step_gets_every_gpu_of_its_node(one_node: Cluster, tmp_path:
     lanes.write_text(lanes.read_text().replace('[target.whole]\n', '[target.whole]\ngpus = "all"\n'))
     done = project.nox("gate")
     assert done.returncode == 0, done.stdout + done.stderr
-    rows = _rows(project)
+    rows = project.ledger_rows()
     assert rows["whole"]["facts"]["visible_devices"] == "0,1"  # the node has two
     assert "all 0,1" in (project.home / rows["whole"]["log_path"]).read_text()
     assert rows["one"]["facts"]["visible_devices"] in ("0", "1")
@@ -400,7 +394,7 @@ def test_a_board_the_cluster_cannot_give_is_error_with_slurms_answer(one_node: C
     host.write_text(host.read_text() + '\n[host.board.b200]\ngres = "gpu:b200:1"\n')
     done = project.nox("gate")
     assert done.returncode != 0 and "Traceback" not in done.stdout + done.stderr
-    row = _rows(project)["on-b200"]
+    row = project.ledger_rows()["on-b200"]
     assert row["verdict"] == "error" and "Slurm ran no job on a node (srun exit 1" in row["reason"], row
     assert "srun: error" in (project.home / row["log_path"]).read_text()
 
@@ -414,14 +408,14 @@ def test_a_build_on_the_cluster_is_asked_there_what_it_wrote(one_node: Cluster, 
                       'release = "node"\n')
     done = project.nox("host", extra=("--", "release-node"))
     assert done.returncode == 1, done.stdout + done.stderr
-    row = _rows(project)["release-node"]
+    row = project.ledger_rows()["release-node"]
     assert row["host"] == "cluster" and row["exit_code"] == 0, row
     assert row["verdict"] == "fail" and row["reason"].startswith("built nothing: no file under cluster:"), row
     builds.write_text(builds.read_text().replace('run = "true"', 'run = "sh -c \'echo x > node.bin\'"\n'
                                                  'produces = ["node.bin"]'))
     done = project.nox("host", extra=("--", "release-node"))
     assert done.returncode == 0, done.stdout + done.stderr
-    row = _rows(project)["release-node"]
+    row = project.ledger_rows()["release-node"]
     assert row["verdict"] == "pass" and row["facts"]["slurm"]["node"] == "n1", row
     assert list((one_node.dir / "work").rglob(".relgate-build-start.*")) == []
     assert one_node.jobs() == []
