@@ -18,7 +18,6 @@ BUILTIN_LANES = ("host", "gate", "contract", "record", "toolkit", "bench", "qual
 UNASSIGNED = "?"
 
 
-
 @record
 class FoundTarget:
     """A target ``init`` found: a test the project's own runner knows, and the command that runs it alone."""
@@ -69,6 +68,8 @@ class Found:
     facts: object = None  # the kind's own reading: only its adapter looks inside
 
     def judged_rows(self) -> tuple[tuple[str, str, str], ...]:
+        """(name, lane or UNASSIGNED, what) of each target the census judges: ``judged``, else each of
+        ``targets`` in the first of its labels that is a lane."""
         if self.judged is not None:
             return self.judged
         return tuple((t.name, next((x for x in t.labels if x in BUILTIN_LANES), UNASSIGNED), t.what)

@@ -2,7 +2,8 @@
 
 Its readers: :mod:`~relgate.kinds.cargo.crate` (Cargo.toml, as cargo resolves it) and
 :mod:`~relgate.kinds.cargo.reader` (``cargo metadata``); what ``init`` writes of a crate and what
-``init --check`` says: :mod:`~relgate.kinds.cargo.manifests`.
+``init --check`` says: :mod:`~relgate.kinds.cargo.manifests`; the census rules a crate adds:
+:mod:`~relgate.kinds.cargo.census`.
 """
 
 from __future__ import annotations
