@@ -54,9 +54,9 @@ Rules, in the order they are reported (``RULES``):
     configure, asked by the step that runs the census) is a declared target.
 
 The rules marked with a kind are that kind's adapter's (``relgate/kinds/cargo/census.py``,
-``relgate/kinds/python``). Which cargo targets the census covers: tests and benches, any target whose path is under
-``tools/qualification/``, and any other target (example, bin) that has a lane row.
-Examples and bins without a row are not qualification targets.
+``relgate/kinds/python``). Which cargo targets the census covers: tests and benches, any
+target whose path is under ``tools/qualification/``, and any other target (example, bin)
+that has a lane row. Examples and bins without a row are not qualification targets.
 
 :func:`~relgate.manifest.lanes.read_lanes_file` reads the table (tolerating the duplicate
 rows tomllib would refuse, so the census can report them); :func:`run_census` is pure apart from reading
