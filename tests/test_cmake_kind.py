@@ -164,3 +164,20 @@ def test_repository_text_that_init_writes_into_a_comment_stays_one_line(tmp_path
     assert "\n[lane.gate]" not in lanes_text
     assert tomllib.loads((root / "manifests" / "builds.toml").read_text()).keys() == {"release", "check"}
     assert "not read: CMakeLists.txt:" in done.stdout
+
+
+def test_init_check_prints_repository_text_one_line_per_drift(tmp_path: Path) -> None:
+    """A new CTest test whose labels hold line breaks is one drift line on the console, its breaks
+    shown, not lines of its own (nothing the repository says can print `no drift between …`)."""
+    root = tmp_path / "odd"
+    root.mkdir()
+    (root / "CMakeLists.txt").write_text('project(odd)\nenable_testing()\nadd_test(NAME ok COMMAND true)\n'
+                                         'set_tests_properties(ok PROPERTIES LABELS gate)\n')
+    assert relgate(root, "init").returncode == 0
+    with (root / "CMakeLists.txt").open("a") as cmake:
+        cmake.write('add_test(NAME late COMMAND true)\n'
+                    'set_tests_properties(late PROPERTIES LABELS "gate\nno drift between a and b\n#")\n')
+    done = relgate(root, "init", "--check")
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert done.stdout.count("\n") == 1 and done.stdout.startswith("new target late ("), done.stdout
+    assert "\\nno drift between a and b\\n" in done.stdout

@@ -58,7 +58,7 @@ def init(workspace: Workspace, args: argparse.Namespace, out: IO[str]) -> Outcom
             raise InputError(f"{display_path(mdir / 'project.toml')}: no such file (run relgate init first)")
         lines = drift(root, mdir, kind=args.kind) + _skip_drift(mdir, skips)
         for line in lines:
-            print(line)
+            print(inert(line))  # names and labels read from the repository: one line each, whatever they hold
         if not lines:
             print(f"no drift between {display_path(root)} and {display_path(mdir)}")
         return Outcome(code=1 if lines else 0)
