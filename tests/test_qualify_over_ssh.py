@@ -9,6 +9,7 @@ make a CUDA arm pass (the CUDA test asks the CUDA runtime, which finds no device
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -221,8 +222,16 @@ def test_the_kit_writes_only_into_an_ignored_folder_and_its_scripts_parse(tmp_pa
     assert not list(QUALIFIED.rglob("*_key")) and not list(QUALIFIED.rglob("id_*"))  # no committed keys
 
 
+#: what the kit's wheels give the device and this rehearsal takes from this machine's python instead
+#: (RELGATE_KIT_NO_WHEELS): device_sshd.sh imports each
+_KIT_MODULES = {"fabric": "fabric", "paramiko": "paramiko", "nox": "nox", "git": "gitpython"}
+
+
 @pytest.mark.skipif(not (REPO / ".carry" / "debs").is_dir(),
                     reason="no device kit in .carry/ (examples/tinyinfer/qualified/kit/make_kit.sh builds it)")
+@pytest.mark.skipif(any(importlib.util.find_spec(m) is None for m in _KIT_MODULES),
+                    reason="the kit rehearsal uses this python's packages: pip install "
+                           + " ".join(_KIT_MODULES[m] for m in _KIT_MODULES if importlib.util.find_spec(m) is None))
 def test_the_kits_own_sshd_under_its_loader_and_nss_wrapper_qualifies_the_same(tmp_path: Path) -> None:
     """The device's other paths, taken here: OpenSSH from the kit's .debs in a prefix, run by
     the kit's glibc loader (an older glibc) with the privsep user from nss_wrapper (no sshd user)."""
