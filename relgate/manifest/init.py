@@ -172,8 +172,7 @@ def read_repository(root: Path, kind: str) -> tuple[Reading, str]:
     """What init reads (the kind's adapter reads it), and the builds.toml it makes of it."""
     adapter = kind_of(kind)
     found = adapter.discover(root)
-    return (Reading(kind=kind, name=found.name, version=found.version, source=found.source, facts=found,
-                    judged=found.judged_rows()), adapter.builds_toml(found))
+    return Reading(kind=kind, facts=found, judged=found.judged_rows()), adapter.builds_toml(found)
 
 
 def plan_init(root: Path, *, kind: str | None = None, manifests: Path | None = None,

@@ -25,14 +25,24 @@ __all__ = ["UNASSIGNED", "Reading", "project_toml", "lanes_toml", "skip_tables",
 
 @record
 class Reading:
-    """What init read: the project's kind, name, version, the tool it read it with, the facts."""
+    """What init read: the project's kind and what its adapter found (name, version, source, targets …)."""
 
     kind: str
-    name: str
-    version: str | None
-    source: str  # "cargo metadata", "Cargo.toml", "make -pRrq", "pyproject.toml [project]"
     facts: Found  # what the kind's adapter read
     judged: tuple[tuple[str, str, str], ...] = ()  # (target, lane or "?", what: "test tests/x.rs")
+
+    @property
+    def name(self) -> str:
+        return self.facts.name
+
+    @property
+    def version(self) -> str | None:
+        return self.facts.version
+
+    @property
+    def source(self) -> str:
+        """What was read: "cargo metadata", "Cargo.toml", "make -pRrq", "pyproject.toml [project]" …"""
+        return self.facts.source
 
 
 def env_prefix(name: str) -> str:
